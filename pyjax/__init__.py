@@ -1,0 +1,16 @@
+"""pyjax: JAX's programming model in Python.  ``import pyjax as jax``."""
+from pyjax._src.config import config  # noqa: F401
+from pyjax._src import dtypes as _dtypes  # noqa: F401
+from pyjax._src.runtime.array import Array  # noqa: F401
+from pyjax._src.runtime.devices import (  # noqa: F401
+    devices, local_devices, device_count, local_device_count, process_index,
+    process_count, default_backend)
+from pyjax._src.runtime.devices import default_device_ctx as default_device  # noqa: F401
+from pyjax._src import core as _core  # noqa: F401
+from pyjax import numpy, lax  # noqa: F401
+try:
+  from pyjax import tree_util, tree  # noqa: F401
+except ImportError:  # TEMP while tree_util is being written
+  pass
+
+__version__ = "0.1.0"

@@ -1,0 +1,78 @@
+"""Abstract values (leaf module): what is known about an array without its data.
+
+``ShapedArray`` is shared by the runtime (every Array carries one) and the core (tracers
+and jaxpr variables carry one), so it lives below both.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pyjax._src import dtypes
+
+
+class ShapedArray:
+  """shape + dtype + weak_type.  Immutable and hashable (it is part of jit's cache key)."""
+  __slots__ = ("shape", "dtype", "weak_type", "_hash")
+  array_abstraction_level = 1
+
+  def __init__(self, shape, dtype, weak_type=False):
+    self.shape = shape if type(shape) is tuple else tuple(shape)
+    self.dtype = dtype
+    self.weak_type = weak_type
+    self._hash = None
+
+  @property
+  def ndim(self):
+    return len(self.shape)
+
+  @property
+  def size(self):
+    return math.prod(self.shape)
+
+  def update(self, shape=None, dtype=None, weak_type=None):
+    return ShapedArray(self.shape if shape is None else shape,
+                       self.dtype if dtype is None else dtype,
+                       self.weak_type if weak_type is None else weak_type)
+
+  def strip_weak_type(self):
+    return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+
+  def __eq__(self, other):
+    return (type(other) is ShapedArray and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __ne__(self, other):
+    return not self == other
+
+  def __hash__(self):
+    h = self._hash
+    if h is None:
+      h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+    return h
+
+  def str_short(self, short_dtypes=True):
+    dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    return f"{dt}[{','.join(str(d) for d in self.shape)}]"
+
+  def __repr__(self):
+    w = ", weak_type=True" if self.weak_type else ""
+    return f"ShapedArray({self.str_short(short_dtypes=False)}{w})"
+
+  __str__ = str_short
+
+
+def aval_of_numpy(x, weak_type=False):
+  return ShapedArray(x.shape, x.dtype, weak_type)
+
+
+def scalar_aval(x):
+  """Aval of a Python scalar: canonical dtype, weakly typed (bool is never weak)."""
+  t = type(x)
+  d = dtypes.python_scalar_dtype(t)
+  return ShapedArray((), d, t is not bool)
+
+
+float0 = dtypes.float0
+_ = np  # numpy kept for downstream helpers

@@ -1,0 +1,20 @@
+"""The CPU backend's eager implementations, keyed by primitive name.
+
+Each function takes NumPy arrays (already of the operands' canonical dtypes) and the
+primitive's params, and returns NumPy arrays; the dispatcher casts the result to the
+output aval's dtype, so an implementation may compute half types in float32.
+"""
+import warnings
+
+impls = {}
+
+# NumPy warns on overflow, division by zero and invalid values; XLA silently produces
+# inf/nan.  Silence those warnings for every module of the CPU backend.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pyjax\._src\.backends\..*")
+
+
+def register(name):
+  def deco(fn):
+    impls[name] = fn
+    return fn
+  return deco

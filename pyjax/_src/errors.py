@@ -1,0 +1,66 @@
+"""Exception classes (``pyjax.errors``), named and worded as JAX's."""
+from __future__ import annotations
+
+
+class JAXTypeError(TypeError):
+  pass
+
+
+class JAXIndexError(IndexError):
+  pass
+
+
+class _JAXErrorMixin:
+  _error_page = "https://docs.jax.dev/en/latest/errors.html"
+  _module_name = "jax.errors"
+
+  def _msg(self, message):
+    name = type(self).__name__
+    return f"{message}\nSee {self._error_page}#{self._module_name}.{name}"
+
+
+class ConcretizationTypeError(_JAXErrorMixin, TypeError):
+  def __init__(self, tracer=None, context=""):
+    self.tracer = tracer
+    super().__init__(self._msg(
+        f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
+        f"{context}\n"))
+
+
+class NonConcreteBooleanIndexError(_JAXErrorMixin, IndexError):
+  def __init__(self, tracer=None):
+    super().__init__(self._msg(
+        f"Array boolean indices must be concrete; got {tracer}\n"))
+
+
+class TracerArrayConversionError(_JAXErrorMixin, TypeError):
+  def __init__(self, tracer=None):
+    super().__init__(self._msg(
+        f"The numpy.ndarray conversion method __array__() was called on {tracer}\n"))
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+  def __init__(self, tracer=None, context=""):
+    TypeError.__init__(self, self._msg(
+        "Attempted boolean conversion of traced array with shape "
+        f"{getattr(getattr(tracer, 'aval', None), 'str_short', lambda: '?')()}.\n{context}"))
+
+
+class TracerIntegerConversionError(_JAXErrorMixin, TypeError):
+  def __init__(self, tracer=None, context=""):
+    super().__init__(self._msg(
+        f"The __index__() method was called on traced array with shape "
+        f"{getattr(getattr(tracer, 'aval', None), 'str_short', lambda: '?')()}.\n{context}"))
+
+
+class UnexpectedTracerError(_JAXErrorMixin, Exception):
+  def __init__(self, msg):
+    super().__init__(self._msg(msg))
+
+
+class KeyReuseError(_JAXErrorMixin, RuntimeError):
+  pass
+
+
+class JaxRuntimeError(RuntimeError):
+  """An error raised while executing a computation (also surfaces async failures)."""

@@ -1,0 +1,353 @@
+"""Elementwise primitives: arithmetic, transcendental and special functions, comparisons,
+bitwise ops, conversions, select_n and clamp.
+
+Shape rule: operands of equal rank broadcast over size-1 dimensions and rank-0 operands
+broadcast everywhere (lax's rule); dtypes must be equal (lax does no promotion); the
+result is weakly typed only if every operand is.  JVP, transpose and batching rules are
+registered beside each primitive by the transformation modules.
+"""
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from pyjax._src import core, dtypes
+from pyjax._src.avals import ShapedArray
+from pyjax._src.lax import utils as U
+from pyjax._src.lax.utils import unop, binop
+
+__all__ = ["neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "real", "imag", "conj", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "bitwise_not", "population_count", "clz", "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "polygamma", "zeta", "complex", "pow", "integer_pow", "reciprocal", "round", "regularized_incomplete_beta", "betainc", "convert_element_type", "bitcast_convert_type", "reduce_precision", "select_n", "select", "clamp", "RoundingMethod"]
+
+_real_of = lambda d: {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(d, d)
+_to_bool = lambda d: dtypes.bool_
+
+# --- unary math -------------------------------------------------------------------------
+neg_p = unop("neg", U.numeric)
+sign_p = unop("sign", U.numeric)
+floor_p = unop("floor", U.floating)
+ceil_p = unop("ceil", U.floating)
+round_p = unop("round", U.floating)
+is_finite_p = unop("is_finite", U.floating, _to_bool)
+exp_p = unop("exp", U.inexact)
+exp2_p = unop("exp2", U.inexact)
+log_p = unop("log", U.inexact)
+expm1_p = unop("expm1", U.inexact)
+log1p_p = unop("log1p", U.inexact)
+tanh_p = unop("tanh", U.inexact)
+logistic_p = unop("logistic", U.inexact)
+sin_p = unop("sin", U.inexact)
+cos_p = unop("cos", U.inexact)
+tan_p = unop("tan", U.inexact)
+asin_p = unop("asin", U.inexact)
+acos_p = unop("acos", U.inexact)
+atan_p = unop("atan", U.inexact)
+sinh_p = unop("sinh", U.inexact)
+cosh_p = unop("cosh", U.inexact)
+asinh_p = unop("asinh", U.inexact)
+acosh_p = unop("acosh", U.inexact)
+atanh_p = unop("atanh", U.inexact)
+sqrt_p = unop("sqrt", U.inexact)
+rsqrt_p = unop("rsqrt", U.inexact)
+cbrt_p = unop("cbrt", U.floating)
+square_p = unop("square", U.numeric)
+abs_p = unop("abs", U.signed_numeric, _real_of)
+real_p = unop("real", (U._complex,), _real_of)
+imag_p = unop("imag", (U._complex,), _real_of)
+conj_p = unop("conj", U.numeric, lambda d: d if dtypes.is_complex(d) else dtypes.to_complex_dtype(d))
+erf_p = unop("erf", U.floating)
+erfc_p = unop("erfc", U.floating)
+erf_inv_p = unop("erf_inv", U.floating)
+lgamma_p = unop("lgamma", U.floating)
+digamma_p = unop("digamma", U.floating)
+bessel_i0e_p = unop("bessel_i0e", U.floating)
+bessel_i1e_p = unop("bessel_i1e", U.floating)
+not_p = unop("not", U.int_or_bool)
+population_count_p = unop("population_count", U.integer)
+clz_p = unop("clz", U.integer)
+
+# --- binary math ------------------------------------------------------------------------
+add_p = binop("add", U.numeric)
+sub_p = binop("sub", U.numeric)
+mul_p = binop("mul", U.numeric)
+div_p = binop("div", U.numeric)
+rem_p = binop("rem", U.float_or_int)
+max_p = binop("max", U.any_)
+min_p = binop("min", U.any_)
+atan2_p = binop("atan2", U.inexact)
+nextafter_p = binop("nextafter", U.floating)
+complex_p = binop("complex", U.floating, dtypes.to_complex_dtype)
+and_p = binop("and", U.int_or_bool)
+or_p = binop("or", U.int_or_bool)
+xor_p = binop("xor", U.int_or_bool)
+shift_left_p = binop("shift_left", U.integer)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", U.integer)
+shift_right_logical_p = binop("shift_right_logical", U.integer)
+eq_p = binop("eq", U.any_, _to_bool)
+ne_p = binop("ne", U.any_, _to_bool)
+lt_p = binop("lt", U.any_, _to_bool)
+le_p = binop("le", U.any_, _to_bool)
+gt_p = binop("gt", U.any_, _to_bool)
+ge_p = binop("ge", U.any_, _to_bool)
+igamma_p = binop("igamma", U.floating)
+igammac_p = binop("igammac", U.floating)
+igamma_grad_a_p = binop("igamma_grad_a", U.floating)
+random_gamma_grad_p = binop("random_gamma_grad", U.floating)
+polygamma_p = binop("polygamma", U.floating)
+zeta_p = binop("zeta", U.floating)
+
+# pow: x inexact; y of x's dtype or an integer
+pow_p = core.Primitive("pow")
+pow_p.arg_names = ("x", "y")
+
+
+@pow_p.def_abstract_eval
+def _pow_abstract(x, y):
+  U.check_dtype("pow", U.inexact, x.dtype, 0)
+  U.check_dtype("pow", (U._int, U._float, U._complex), y.dtype, 1)
+  if not dtypes.is_int(y.dtype) and y.dtype != x.dtype:
+    raise TypeError(f"lax.pow requires arguments to have the same dtypes, got "
+                    f"{x.dtype.name}, {y.dtype.name}. (Tip: jnp.float_power is a similar "
+                    "function that does automatic type promotion on inputs).")
+  shape = U.broadcasting_shape("pow", [x.shape, y.shape])
+  return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+# regularized incomplete beta: (a, b, x)
+regularized_incomplete_beta_p = core.Primitive("regularized_incomplete_beta")
+
+
+@regularized_incomplete_beta_p.def_abstract_eval
+def _betainc_abstract(a, b, x):
+  shape, weak = U.naryop_avals("regularized_incomplete_beta", (U.floating,) * 3, (a, b, x))
+  return ShapedArray(shape, a.dtype, weak)
+
+
+# integer_pow: y is a static Python int
+integer_pow_p = core.Primitive("integer_pow")
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_abstract(x, *, y):
+  U.check_dtype("integer_pow", U.numeric, x.dtype)
+  if y < 0 and dtypes.is_int(x.dtype):
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({x.str_short()}, {y})")
+  return x
+
+
+class RoundingMethod(enum.IntEnum):
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+  def __str__(self):
+    return str(int(self))
+
+
+# --- conversions ------------------------------------------------------------------------
+convert_element_type_p = core.Primitive("convert_element_type")
+convert_element_type_p.param_printer = lambda p: {k: v for k, v in p.items()
+                                                  if not (k == "sharding" and v is None)}
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_abstract(x, *, new_dtype, weak_type=False, sharding=None):
+  return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+bitcast_convert_type_p = core.Primitive("bitcast_convert_type")
+
+
+@bitcast_convert_type_p.def_abstract_eval
+def _bitcast_abstract(x, *, new_dtype):
+  old = x.dtype
+  if (old == dtypes.bool_) != (new_dtype == dtypes.bool_):
+    raise TypeError("`bitcast_convert_type` for operand type ({}) cannot have different "
+                    "bit widths or booleans".format(old.name))
+  oi, ni = old.itemsize, new_dtype.itemsize
+  if oi == ni:
+    shape = x.shape
+  elif oi > ni:
+    if oi % ni:
+      raise TypeError(f"bitcast_convert_type: {old.name} -> {new_dtype.name} not supported")
+    shape = x.shape + (oi // ni,)
+  else:
+    if not x.shape or x.shape[-1] != ni // oi:
+      raise TypeError(f"Attempting to convert array of shape {x.shape} from {old} of size {oi} "
+                      f"to {new_dtype} of size {ni}, but {x.shape[-1] if x.shape else 1} != {ni // oi}")
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new_dtype, False)
+
+
+reduce_precision_p = core.Primitive("reduce_precision")
+
+
+@reduce_precision_p.def_abstract_eval
+def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
+  U.check_dtype("reduce_precision", U.floating, x.dtype)
+  if exponent_bits < 1:
+    raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+  if mantissa_bits < 0:
+    raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got {mantissa_bits}")
+  return x
+
+
+# --- selection --------------------------------------------------------------------------
+select_n_p = core.Primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_abstract(which, *cases):
+  if not cases:
+    raise ValueError("select_n called with no cases")
+  if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
+    raise TypeError(f"select_n requires the predicate to be a boolean or integer, got "
+                    f"{which.dtype.name}")
+  if which.dtype == dtypes.bool_ and len(cases) > 2:
+    raise TypeError("select_n with a boolean predicate requires 1 or 2 cases, got "
+                    f"{len(cases)}")
+  c0 = cases[0]
+  for c in cases[1:]:
+    if c.shape != c0.shape:
+      raise TypeError(f"select_n cases must have the same shapes, got "
+                      f"[{', '.join(str(c.shape) for c in cases)}].")
+    if c.dtype != c0.dtype:
+      raise TypeError(f"select_n cases must have the same dtypes, got "
+                      f"[{', '.join(c.dtype.name for c in cases)}].")
+  if which.shape and which.shape != c0.shape:
+    raise TypeError("select_n `which` must be scalar or have the same shape as cases, got "
+                    f"`which` shape {which.shape} but case shape {c0.shape}.")
+  return ShapedArray(c0.shape, c0.dtype, all(c.weak_type for c in cases))
+
+
+clamp_p = core.Primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_abstract(lo, x, hi):
+  for nm, a in (("min", lo), ("max", hi)):
+    if a.shape and a.shape != x.shape:
+      raise TypeError(f"clamp requires {nm}.shape == operand.shape or {nm}.shape == (), got "
+                      f"{nm}.shape={a.shape}, operand.shape={x.shape}.")
+  if lo.dtype != x.dtype or hi.dtype != x.dtype:
+    raise TypeError(f"lax.clamp requires arguments to have the same dtypes, got "
+                    f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}. (Tip: jnp.clip is a "
+                    "similar function that does automatic type promotion on inputs).")
+  U.check_dtype("clamp", (U._int, U._float, U._bool), x.dtype)
+  return ShapedArray(x.shape, x.dtype, x.weak_type and lo.weak_type and hi.weak_type)
+
+
+# --- public lax functions ---------------------------------------------------------------
+def _u(p):
+  def f(x):
+    return p.bind(x)
+  f.__name__ = p.name
+  f.__doc__ = f"Elementwise {p.name} (lax.{p.name}): no type promotion."
+  return f
+
+
+def _b(p):
+  def f(x, y):
+    return p.bind(x, y)
+  f.__name__ = p.name
+  f.__doc__ = f"Elementwise {p.name} (lax.{p.name}): operands must have equal dtypes."
+  return f
+
+
+neg, sign, floor, ceil, is_finite = map(_u, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
+exp, log, expm1, log1p, tanh, logistic = map(_u, (exp_p, log_p, expm1_p, log1p_p, tanh_p, logistic_p))
+sin, cos, tan, asin, acos, atan = map(_u, (sin_p, cos_p, tan_p, asin_p, acos_p, atan_p))
+sinh, cosh, asinh, acosh, atanh = map(_u, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
+sqrt, rsqrt, cbrt, square, abs = map(_u, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs_p))
+real, imag, conj = map(_u, (real_p, imag_p, conj_p))
+erf, erfc, erf_inv, lgamma, digamma = map(_u, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
+bessel_i0e, bessel_i1e = map(_u, (bessel_i0e_p, bessel_i1e_p))
+bitwise_not, population_count, clz = map(_u, (not_p, population_count_p, clz_p))
+add, sub, mul, div, rem, max, min = map(_b, (add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p))
+atan2, nextafter = map(_b, (atan2_p, nextafter_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_b, (and_p, or_p, xor_p))
+shift_left, shift_right_arithmetic, shift_right_logical = map(
+    _b, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
+eq, ne, lt, le, gt, ge = map(_b, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+igamma, igammac, igamma_grad_a, random_gamma_grad, polygamma, zeta = map(
+    _b, (igamma_p, igammac_p, igamma_grad_a_p, random_gamma_grad_p, polygamma_p, zeta_p))
+
+
+def exp2(x):
+  """2**x elementwise."""
+  return exp2_p.bind(x)
+
+
+def complex(x, y):
+  """x + 1j*y for real x, y of equal dtype."""
+  return complex_p.bind(x, y)
+
+
+def pow(x, y):
+  """x ** y; y may be an integer array (lax.pow allows that, like JAX)."""
+  return pow_p.bind(x, y)
+
+
+def integer_pow(x, y):
+  """x ** y for a static Python int y."""
+  return integer_pow_p.bind(x, y=int(y))
+
+
+def reciprocal(x):
+  return integer_pow(x, -1)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+  """Round to the nearest integer; ties away from zero unless TO_NEAREST_EVEN."""
+  return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def regularized_incomplete_beta(a, b, x):
+  return regularized_incomplete_beta_p.bind(a, b, x)
+
+
+betainc = regularized_incomplete_beta
+
+
+def convert_element_type(operand, new_dtype):
+  """Cast to ``new_dtype`` (canonicalized like JAX); the result is strongly typed."""
+  new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type") if new_dtype is not None else None
+  return _convert_element_type(operand, new_dtype, weak_type=False)
+
+
+def _convert_element_type(operand, new_dtype=None, weak_type=False):
+  aval = core.get_aval(operand)
+  if new_dtype is None:
+    new_dtype = aval.dtype
+  new_dtype = dtypes.canonicalize_dtype(new_dtype)
+  if new_dtype == aval.dtype and weak_type == aval.weak_type and type(operand) not in dtypes.python_scalar_types \
+      and not isinstance(operand, (np.ndarray, np.generic)):
+    return operand
+  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type),
+                                     sharding=None)
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """Reinterpret bits; a narrower target adds a trailing dimension, a wider one removes it."""
+  return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(dtypes.to_numpy_dtype(new_dtype)))
+
+
+def reduce_precision(operand, exponent_bits, mantissa_bits):
+  return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits),
+                                 mantissa_bits=int(mantissa_bits))
+
+
+def select_n(which, *cases):
+  """cases[which] elementwise; bool ``which`` picks cases[0] for False."""
+  return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+  """lax.select: on_true where pred else on_false."""
+  return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min, x, max):
+  """min(max(x, min), max) with lax's shape rule (min/max scalar or x's shape)."""
+  return clamp_p.bind(min, x, max)
+

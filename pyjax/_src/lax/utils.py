@@ -1,0 +1,160 @@
+"""Helpers for declaring primitives: shape/dtype/weak-type rules of the common kinds."""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src import core, dtypes
+from pyjax._src.avals import ShapedArray
+
+# dtype categories used in "does not accept dtype" errors, named as JAX names them
+_bool = ("bool", lambda d: d == dtypes.bool_)
+_int = ("integer", dtypes.is_int)
+_float = ("floating", dtypes.is_float)
+_complex = ("complexfloating", dtypes.is_complex)
+
+any_ = (_int, _float, _complex, _bool)
+numeric = (_int, _float, _complex)
+inexact = (_float, _complex)
+floating = (_float,)
+integer = (_int,)
+int_or_bool = (_int, _bool)
+float_or_int = (_int, _float)
+signed_numeric = (_int, _float, _complex)
+
+
+def _accepts(kinds, d):
+  for _, pred in kinds:
+    if pred(d):
+      return True
+  return False
+
+
+def _kinds_str(kinds):
+  return ", ".join(n for n, _ in kinds)
+
+
+def check_dtype(name, kinds, d, position=None):
+  if not _accepts(kinds, d):
+    if position is None:
+      raise TypeError(f"{name} does not accept dtype {d.name}. Accepted dtypes are "
+                      f"subtypes of {_kinds_str(kinds)}.")
+    raise TypeError(f"{name} does not accept dtype {d.name} at position {position}. Accepted "
+                    f"dtypes at position {position} are subtypes of {_kinds_str(kinds)}.")
+
+
+def broadcasting_shape(name, shapes):
+  """lax's elementwise broadcasting: rank-0 operands broadcast, others need equal rank and
+  equal sizes or size 1."""
+  first = shapes[0]
+  if all(s == first for s in shapes):
+    return first
+  nonscalar = [s for s in shapes if s]
+  if not nonscalar:
+    return ()
+  ranks = {len(s) for s in nonscalar}
+  if len(ranks) != 1:
+    raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
+  out = []
+  for ds in zip(*nonscalar):
+    sizes = {d for d in ds if d != 1}
+    if len(sizes) > 1:
+      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                      f"{', '.join(str(tuple(s)) for s in nonscalar)}.")
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+
+def naryop_avals(name, kinds_per_arg, avals, require_same_dtype=True):
+  d0 = avals[0].dtype
+  for i, (a, kinds) in enumerate(zip(avals, kinds_per_arg)):
+    if not _accepts(kinds, a.dtype):
+      check_dtype(name, kinds, a.dtype, position=i)
+  if require_same_dtype:
+    for a in avals[1:]:
+      if a.dtype != d0:
+        raise TypeError(
+            f"lax.{name} requires arguments to have the same dtypes, got "
+            f"{', '.join(x.dtype.name for x in avals)}. (Tip: jnp.{_jnp_name(name)} is a "
+            "similar function that does automatic type promotion on inputs).")
+  shape = broadcasting_shape(name, [a.shape for a in avals])
+  weak = all(a.weak_type for a in avals)
+  return shape, weak
+
+
+_jnp_names = {"sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+              "max": "maximum", "min": "minimum", "pow": "float_power", "and": "bitwise_and",
+              "or": "bitwise_or", "xor": "bitwise_xor", "ne": "not_equal", "eq": "equal",
+              "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+              "shift_left": "left_shift", "shift_right_arithmetic": "right_shift",
+              "shift_right_logical": "right_shift", "atan2": "arctan2"}
+
+
+def _jnp_name(name):
+  return _jnp_names.get(name, name)
+
+
+def unop(name, kinds, result_dtype=None, weak_rule=None):
+  """Declare a unary elementwise primitive."""
+  p = core.Primitive(name)
+  p.arg_names = ("x",)
+
+  def abstract(x, **params):
+    d = x.dtype
+    if not _accepts(kinds, d):
+      check_dtype(name, kinds, d)
+    out_d = d if result_dtype is None else result_dtype(d)
+    weak = x.weak_type if weak_rule is None else weak_rule(x)
+    return ShapedArray(x.shape, out_d, weak and out_d != dtypes.bool_)
+  p.def_abstract_eval(abstract)
+  return p
+
+
+def binop(name, kinds, result_dtype=None, same_dtype=True, kinds2=None):
+  """Declare a binary elementwise primitive."""
+  p = core.Primitive(name)
+  p.arg_names = ("x", "y")
+  kinds2 = kinds if kinds2 is None else kinds2
+
+  def abstract(x, y, **params):
+    if x.shape == y.shape and x.dtype == y.dtype and _accepts(kinds, x.dtype) and kinds2 is kinds:
+      shape, weak = x.shape, x.weak_type and y.weak_type
+    else:
+      shape, weak = naryop_avals(name, (kinds, kinds2), (x, y), same_dtype)
+    out_d = x.dtype if result_dtype is None else result_dtype(x.dtype)
+    return ShapedArray(shape, out_d, weak and out_d != dtypes.bool_)
+  p.def_abstract_eval(abstract)
+  return p
+
+
+def canonicalize_shape(shape, context=""):
+  """A tuple of Python ints, or JAX's TypeError for anything else (tracers included)."""
+  try:
+    return tuple(int(_index(d)) for d in shape)
+  except TypeError:
+    pass
+  if not isinstance(shape, (tuple, list)):
+    try:
+      return (int(_index(shape)),)
+    except TypeError:
+      pass
+  msg = ("Shapes must be 1D sequences of concrete values of integer type, got "
+         f"{shape!r}.")
+  if any(isinstance(d, core.Tracer) for d in (shape if isinstance(shape, (tuple, list)) else [shape])):
+    msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
+            "subfunctions.")
+  raise TypeError(msg + (f" {context}" if context else ""))
+
+
+def _index(d):
+  if isinstance(d, core.Tracer):
+    raise TypeError("tracer")
+  import operator
+  return operator.index(d)
+
+
+def as_tuple_of_ints(xs, name="axes"):
+  return tuple(int(_index(x)) for x in xs)
+
+
+def zeros_like_aval(aval):
+  return np.zeros(aval.shape, aval.dtype)

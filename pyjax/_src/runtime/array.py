@@ -1,0 +1,329 @@
+"""The concrete Array: an immutable buffer on a device.
+
+``ArrayImpl`` holds a NumPy buffer (or, for asynchronously computed values, a pending
+result that is waited on at first read), its aval (shape, dtype, weak_type), its device,
+and whether it is committed to that device.  Operators and NumPy-style methods are
+attached by ``pyjax._src.numpy`` (the library layer), as JAX does.
+"""
+from __future__ import annotations
+
+import abc
+import math
+import operator
+
+import numpy as np
+
+from pyjax._src import dtypes
+from pyjax._src.avals import ShapedArray
+from pyjax._src.runtime import devices as _devices
+
+
+class Array(abc.ABC):
+  """``pyjax.Array``: the abstract array type; concrete arrays and tracers are instances."""
+  __slots__ = ()
+
+
+class SingleDeviceSharding:
+  """The sharding of an array that lives wholly on one device."""
+
+  def __init__(self, device, *, memory_kind=None):
+    self._device = device
+    self.memory_kind = memory_kind or "device"
+
+  @property
+  def device_set(self):
+    return {self._device}
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+  def __eq__(self, other):
+    return isinstance(other, SingleDeviceSharding) and other._device is self._device
+
+  def __hash__(self):
+    return hash(("SingleDeviceSharding", id(self._device)))
+
+  def is_equivalent_to(self, other, ndim):
+    return self == other
+
+  @property
+  def is_fully_replicated(self):
+    return True
+
+  @property
+  def is_fully_addressable(self):
+    return True
+
+  def addressable_devices(self):
+    return {self._device}
+
+
+class PendingBuffer:
+  """A value being computed asynchronously; ``result()`` waits and re-raises errors."""
+  __slots__ = ("_event", "_value", "_error")
+
+  def __init__(self, event):
+    self._event = event
+    self._value = None
+    self._error = None
+
+  def result(self):
+    self._event.wait()
+    if self._error is not None:
+      raise self._error
+    return self._value
+
+
+class ArrayImpl(Array):
+  __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, buf, aval, device=None, committed=False):
+    self._buf = buf
+    self.aval = aval
+    self._device = device
+    self._committed = committed
+
+  # -- data access -----------------------------------------------------------------------
+  def _data(self):
+    """The NumPy buffer, waiting for it if it is still being computed."""
+    b = self._buf
+    if type(b) is np.ndarray:
+      return b
+    return self._resolve()
+
+  def _resolve(self):
+    b = self._buf
+    if isinstance(b, PendingBuffer):
+      b = b.result()
+    if type(b) is not np.ndarray:
+      b = np.asarray(b)
+    self._buf = b
+    return b
+
+  @property
+  def _value(self):
+    return self._data()
+
+  def block_until_ready(self):
+    self._data()
+    return self
+
+  def is_ready(self):
+    b = self._buf
+    return not isinstance(b, PendingBuffer) or b._event.is_set()
+
+  def copy_to_host_async(self):
+    pass
+
+  # -- metadata --------------------------------------------------------------------------
+  @property
+  def shape(self):
+    return self.aval.shape
+
+  @property
+  def dtype(self):
+    return self.aval.dtype
+
+  @property
+  def weak_type(self):
+    return self.aval.weak_type
+
+  @property
+  def ndim(self):
+    return len(self.aval.shape)
+
+  @property
+  def size(self):
+    return math.prod(self.aval.shape)
+
+  @property
+  def itemsize(self):
+    return self.aval.dtype.itemsize
+
+  @property
+  def nbytes(self):
+    return self.size * self.aval.dtype.itemsize
+
+  @property
+  def device(self):
+    return self._device
+
+  def devices(self):
+    return {self._device}
+
+  @property
+  def committed(self):
+    return self._committed
+
+  @property
+  def sharding(self):
+    return SingleDeviceSharding(self._device)
+
+  @property
+  def is_fully_addressable(self):
+    return True
+
+  @property
+  def is_fully_replicated(self):
+    return True
+
+  @property
+  def addressable_shards(self):
+    return [Shard(self._device, self)]
+
+  @property
+  def global_shards(self):
+    return self.addressable_shards
+
+  def addressable_data(self, index):
+    return self
+
+  def delete(self):
+    self._buf = _DeletedBuffer()
+
+  def is_deleted(self):
+    return isinstance(self._buf, _DeletedBuffer)
+
+  def unsafe_buffer_pointer(self):
+    return self._data().ctypes.data
+
+  # -- conversion ------------------------------------------------------------------------
+  def __array__(self, dtype=None, copy=None):
+    b = self._data()
+    if b.flags.writeable:
+      b.flags.writeable = False
+    if dtype is not None and np.dtype(dtype) != b.dtype:
+      return b.astype(dtype)
+    if copy:
+      return b.copy()
+    return b
+
+  def __dlpack__(self, *args, **kwargs):
+    return self._data().__dlpack__(*args, **kwargs)
+
+  def __dlpack_device__(self):
+    return self._data().__dlpack_device__()
+
+  def item(self, *args):
+    return self._data().item(*args)
+
+  def tolist(self):
+    return self._data().tolist()
+
+  def _scalar(self, convert, name):
+    if self.aval.shape and self.size != 1:
+      raise TypeError("Only scalar arrays can be converted to Python scalars; "
+                      f"got arr.ndim={self.ndim}")
+    return convert(self._data().reshape(()).item() if self.aval.shape else self._data()[()])
+
+  def __bool__(self):
+    if self.size != 1:
+      raise ValueError("The truth value of an array with more than one element is "
+                       "ambiguous. Use a.any() or a.all()")
+    return bool(self._data().reshape(()))
+
+  def __int__(self):
+    return self._scalar(int, "int")
+
+  def __float__(self):
+    return self._scalar(float, "float")
+
+  def __complex__(self):
+    return self._scalar(complex, "complex")
+
+  def __index__(self):
+    if not dtypes.is_int(self.aval.dtype) and self.aval.dtype != dtypes.bool_:
+      raise TypeError("only integer scalar arrays can be converted to a scalar index")
+    if self.aval.shape:
+      raise TypeError("only integer scalar arrays can be converted to a scalar index")
+    return operator.index(self._data()[()])
+
+  def __len__(self):
+    if not self.aval.shape:
+      raise TypeError("len() of unsized object")
+    return self.aval.shape[0]
+
+  def __iter__(self):
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d array")
+    b = self._data()
+    aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+    for i in range(self.aval.shape[0]):
+      yield ArrayImpl(b[i], aval, self._device, self._committed)
+
+  def __hash__(self):
+    raise TypeError("unhashable type: 'ArrayImpl'")
+
+  def __setitem__(self, idx, value):
+    raise TypeError("JAX arrays are immutable and do not support in-place item assignment. "
+                    "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] "
+                    "method: https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+  # -- printing --------------------------------------------------------------------------
+  def __repr__(self):
+    prefix = "Array("
+    dtype_str = f"dtype={self.aval.dtype.name}" + (", weak_type=True)" if self.aval.weak_type else ")")
+    if self.size == 0:
+      body = f"[], shape={self.shape}"
+    else:
+      width = np.get_printoptions()["linewidth"]
+      body = np.array2string(self._data(), prefix=prefix, suffix=",", separator=", ",
+                             max_line_width=width)
+      last_line = len(body) - body.rfind("\n") + 1
+      if last_line + len(dtype_str) + 1 > width:
+        return f"{prefix}{body},\n{' ' * len(prefix)}{dtype_str}"
+    return f"{prefix}{body}, {dtype_str}"
+
+  def __str__(self):
+    return str(self._data())
+
+  def __format__(self, spec):
+    if self.ndim == 0:
+      return format(self._data()[()], spec)
+    return format(self._data(), spec)
+
+  # -- copies and pickling ---------------------------------------------------------------
+  def copy(self):
+    return ArrayImpl(self._data().copy(), self.aval, self._device, self._committed)
+
+  def __copy__(self):
+    return self.copy()
+
+  def __deepcopy__(self, memo):
+    return self.copy()
+
+  def __reduce__(self):
+    return (_reconstruct, (self._data(), self.aval.weak_type))
+
+  @property
+  def __cuda_array_interface__(self):
+    raise AttributeError("__cuda_array_interface__ is only defined for GPU arrays")
+
+
+class _DeletedBuffer:
+  def result(self):
+    raise RuntimeError("Array has been deleted.")
+
+
+class Shard:
+  def __init__(self, device, data):
+    self.device = device
+    self.data = data
+    self.index = tuple(slice(None) for _ in data.shape)
+    self.replica_id = 0
+
+
+def _reconstruct(buf, weak_type):
+  return make_array(np.array(buf), weak_type)
+
+
+def make_array(buf, weak_type=False, device=None, committed=False):
+  """Wrap a NumPy buffer (already of a canonical dtype) as an Array on ``device``."""
+  if device is None:
+    device = _devices.default_device()
+  return ArrayImpl(buf, ShapedArray(buf.shape, buf.dtype, weak_type), device, committed)
+
+
+Array.register(ArrayImpl)
+ArrayImpl.__module__ = "pyjax"

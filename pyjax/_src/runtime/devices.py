@@ -1,0 +1,180 @@
+"""Devices and backends.
+
+A backend ("cpu", later "gpu") owns a list of Device objects.  The CPU backend has one
+device by default, or N when ``jax_num_cpu_devices`` (or ``JAX_NUM_CPU_DEVICES``) is set
+before the first use of devices.  Which device an uncommitted computation runs on is the
+default device: ``jax.default_device(...)`` (context manager or config) or device 0 of the
+default backend.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from pyjax._src.config import config
+
+
+class Device:
+  """One device of a backend.  Only equal to itself; hashable; ``repr`` like JAX."""
+  platform = "cpu"
+  device_kind = "cpu"
+  client = None
+
+  def __init__(self, id, backend, process_index=0):
+    self.id = id
+    self.process_index = process_index
+    self.host_id = process_index
+    self._backend = backend
+    self.local_hardware_id = id
+
+  def __repr__(self):
+    return f"{type(self).__name__}(id={self.id})"
+
+  def __str__(self):
+    return f"{self.platform}:{self.id}"
+
+  def memory(self, kind=None):
+    return "device"
+
+  def addressable_memories(self):
+    return ["device"]
+
+  def __reduce__(self):
+    return (_device_by_platform_and_id, (self.platform, self.id))
+
+
+class CpuDevice(Device):
+  platform = "cpu"
+  device_kind = "cpu"
+
+
+def _device_by_platform_and_id(platform, id):
+  for d in devices(platform):
+    if d.id == id:
+      return d
+  raise ValueError(f"No {platform} device with id {id}")
+
+
+class Backend:
+  def __init__(self, platform, devices):
+    self.platform = platform
+    self.devices = devices
+
+
+_lock = threading.Lock()
+_backends: dict[str, Backend] | None = None
+_thread_default = threading.local()
+
+
+def _init_backends():
+  global _backends
+  with _lock:
+    if _backends is not None:
+      return _backends
+    requested = config.jax_platforms
+    wanted = [p.strip().lower() for p in requested.split(",")] if requested else ["cpu"]
+    backends = {}
+    for p in wanted:
+      if p in ("cpu", "host"):
+        n = config.jax_num_cpu_devices
+        n = 1 if n is None or n < 1 else int(n)
+        be = Backend("cpu", [])
+        be.devices = [CpuDevice(i, be) for i in range(n)]
+        backends["cpu"] = be
+      elif p in ("gpu", "cuda"):
+        if not requested:
+          continue
+        raise RuntimeError(f"Unable to initialize backend '{p}': no supported GPU runtime "
+                           "(CuPy with an NVIDIA GPU) was found. (you may need to uninstall "
+                           "the failing plugin package, or set JAX_PLATFORMS=cpu to skip "
+                           "this backend.)")
+      else:
+        raise RuntimeError(f"Unknown backend: '{p}' requested, but no platforms that are "
+                           f"instances of {p} are present. Platforms present are: cpu")
+    if not backends:
+      raise RuntimeError("No backend could be initialized.")
+    _backends = backends
+    return backends
+
+
+def backends():
+  return _backends or _init_backends()
+
+
+def get_backend(platform=None):
+  bs = backends()
+  if platform is None:
+    return next(iter(bs.values()))
+  if not isinstance(platform, str):
+    platform = getattr(platform, "platform", platform)
+  p = {"host": "cpu", "cuda": "gpu"}.get(platform.lower(), platform.lower())
+  if p not in bs:
+    raise RuntimeError(f"Unknown backend {platform}. Available: {list(bs)}")
+  return bs[p]
+
+
+def devices(backend=None):
+  """All devices of ``backend`` (default: the default backend)."""
+  return list(get_backend(backend).devices)
+
+
+def local_devices(process_index=None, backend=None, host_id=None):
+  return [d for d in devices(backend) if d.process_index == (process_index or host_id or 0)]
+
+
+def device_count(backend=None):
+  return len(devices(backend))
+
+
+def local_device_count(backend=None):
+  return len(local_devices(backend=backend))
+
+
+def process_index(backend=None):
+  return 0
+
+
+def process_count(backend=None):
+  return 1
+
+
+def default_backend():
+  return get_backend().platform
+
+
+_default_device_cache = None
+
+
+def default_device():
+  """The device an uncommitted computation runs on now."""
+  d = getattr(_thread_default, "device", None)
+  if d is not None:
+    return d
+  d = config.jax_default_device
+  if d is not None:
+    if isinstance(d, str):
+      return get_backend(d).devices[0]
+    return d
+  global _default_device_cache
+  if _default_device_cache is None:
+    _default_device_cache = get_backend().devices[0]
+  return _default_device_cache
+
+
+@contextlib.contextmanager
+def default_device_ctx(device):
+  """``jax.default_device(device)``: a context manager for the default device."""
+  if isinstance(device, str):
+    device = get_backend(device).devices[0]
+  prev = getattr(_thread_default, "device", None)
+  _thread_default.device = device
+  try:
+    yield
+  finally:
+    _thread_default.device = prev
+
+
+def current_default_device_override():
+  """The device set by the context manager or config (part of jit's cache key), or None."""
+  d = getattr(_thread_default, "device", None)
+  return d if d is not None else config.jax_default_device

@@ -1,0 +1,111 @@
+"""Eager dispatch: run one primitive now on the device its inputs live on.
+
+``apply_primitive`` is what the bottom interpreter calls for every primitive.  It checks
+the inputs' devices (computation follows committed data), computes the output aval with
+the primitive's abstract-eval rule (so eager errors equal traced ones), and calls the
+backend's NumPy implementation, keyed by the primitive's name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src import dtypes
+from pyjax._src.avals import ShapedArray
+from pyjax._src.backends.cpu import eager as cpu_eager
+from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime.array import ArrayImpl
+
+_impls = cpu_eager.impls
+_scalar_types = dtypes.python_scalar_types
+_is_tracer = None
+
+
+def register_tracer_check(fn):
+  global _is_tracer
+  _is_tracer = fn
+
+
+def _to_numpy(x):
+  """(buffer, aval) of a non-Array input: Python scalars, NumPy values, __jax_array__."""
+  t = type(x)
+  if t in _scalar_types:
+    d = dtypes.python_scalar_dtype(t)
+    return np.array(x, d), ShapedArray((), d, t is not bool)
+  if isinstance(x, (np.ndarray, np.generic)):
+    d = dtypes.canonicalize_dtype(x.dtype)
+    b = np.asarray(x, d)
+    return b, ShapedArray(b.shape, d, False)
+  if _is_tracer is not None and _is_tracer(x):
+    from pyjax._src import core  # the escaped tracer error lives in core
+    if x._trace.finished:
+      core.raise_escaped_tracer(x)
+    from pyjax._src import errors
+    raise errors.ConcretizationTypeError(x, "A traced value reached eager evaluation.")
+  if hasattr(x, "__jax_array__"):
+    a = x.__jax_array__()
+    if type(a) is ArrayImpl:
+      return a._data(), a.aval
+    return _to_numpy(a)
+  if isinstance(x, (bool, int, float, complex)):
+    return _to_numpy(complex(x) if isinstance(x, complex) else
+                     float(x) if isinstance(x, float) else
+                     bool(x) if isinstance(x, bool) else int(x))
+  raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+
+
+def _device_error(prim, args, devs):
+  names = prim.arg_names or tuple(f"args[{i}]" for i in range(len(args)))
+  parts = []
+  for i, (x, d) in enumerate(zip(args, devs)):
+    if d is None:
+      continue
+    name = names[i] if i < len(names) else f"args[{i}]"
+    parts.append(f"argument {name} of {prim.name} with shape {x.aval.str_short()} and "
+                 f"with device ids [{d.id}] on platform {d.platform.upper()}")
+  return ValueError("Received incompatible devices for jitted computation. Got "
+                    + " and ".join(parts))
+
+
+def apply_primitive(prim, args, params):
+  bufs = []
+  avals = []
+  device = None
+  mixed = False
+  for x in args:
+    if type(x) is ArrayImpl:
+      b = x._buf
+      bufs.append(b if type(b) is np.ndarray else x._resolve())
+      avals.append(x.aval)
+      if x._committed:
+        if device is None:
+          device = x._device
+        elif x._device is not device:
+          mixed = True
+    else:
+      b, a = _to_numpy(x)
+      bufs.append(b)
+      avals.append(a)
+  if mixed:
+    devs = [x._device if type(x) is ArrayImpl and x._committed else None for x in args]
+    raise _device_error(prim, args, devs)
+  out_aval = prim.abstract_eval(*avals, **params)
+  impl = _impls.get(prim.name)
+  if impl is None:
+    raise NotImplementedError(f"The cpu backend has no eager implementation of {prim.name}")
+  out = impl(*bufs, **params)
+  committed = device is not None
+  if device is None:
+    device = _devices.default_device()
+  if prim.multiple_results:
+    return [_wrap(o, a, device, committed) for o, a in zip(out, out_aval)]
+  return _wrap(out, out_aval, device, committed)
+
+
+def _wrap(out, aval, device, committed):
+  if type(out) is not np.ndarray or out.dtype != aval.dtype:
+    out = np.asarray(out, dtype=aval.dtype)
+  return ArrayImpl(out, aval, device, committed)
+
+
+def device_put_buffer(buf, aval, device, committed):
+  return ArrayImpl(buf, aval, device, committed)

@@ -1,0 +1,13 @@
+"""pyjax.numpy: NumPy's API on pyjax arrays (thin re-exports of pyjax._src.numpy)."""
+from pyjax._src.numpy.array_constructors import *  # noqa: F401,F403
+from pyjax._src.numpy.creation import *  # noqa: F401,F403
+from pyjax._src.numpy.ufuncs import *  # noqa: F401,F403
+from pyjax._src.numpy.reductions import *  # noqa: F401,F403
+from pyjax._src.numpy.manipulation import *  # noqa: F401,F403
+from pyjax._src.numpy.linalg_ops import *  # noqa: F401,F403
+from pyjax._src.numpy.sorting import *  # noqa: F401,F403
+from pyjax._src.numpy.indexing import *  # noqa: F401,F403
+from pyjax._src.numpy.dtypes_api import *  # noqa: F401,F403
+from pyjax._src.numpy import array_methods as _array_methods  # attaches operators/methods
+
+_array_methods.install()
