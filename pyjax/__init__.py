@@ -7,6 +7,10 @@ from pyjax._src.runtime.devices import (  # noqa: F401
     process_count, default_backend)
 from pyjax._src.runtime.devices import default_device_ctx as default_device  # noqa: F401
 from pyjax._src import core as _core  # noqa: F401
+from pyjax._src.api_device import (  # noqa: F401
+    device_put, device_get, block_until_ready, device_put_replicated)
+from pyjax._src.runtime.devices import Device  # noqa: F401
+from pyjax import dtypes, errors  # noqa: F401
 from pyjax import numpy, lax  # noqa: F401
 try:
   from pyjax import tree_util, tree  # noqa: F401

@@ -423,19 +423,23 @@ def pp_eqn(eqn, ctx, indent=4):
 
 
 def pp_jaxpr(jaxpr, ctx=None, indent=0):
+  """JAX's text format.  A jaxpr with at most one equation that fits in 80 columns is
+  printed on one line; otherwise one equation per line."""
   ctx = ctx or _NameContext()
   consts = " ".join(ctx.binder(v) for v in jaxpr.constvars)
   ins = " ".join(ctx.binder(v) for v in jaxpr.invars)
   head = "{ lambda " + (consts + "; " if consts else "; ") + ins + ". let"
-  head = head.replace("; . let", "; . let")
-  lines = [head]
-  for e in jaxpr.eqns:
-    lines.append(pp_eqn(e, ctx, indent + 4))
+  eqn_lines = [pp_eqn(e, ctx, indent + 4) for e in jaxpr.eqns]
   outs = ", ".join(ctx.name(v) for v in jaxpr.outvars)
   if len(jaxpr.outvars) == 1:
     outs += ","
-  lines.append(" " * (indent + 2) + f"in ({outs}) }}")
-  return "\n".join(lines)
+  tail = f"in ({outs}) }}"
+  if len(eqn_lines) <= 1:
+    body = eqn_lines[0].strip() if eqn_lines else ""
+    one = f"{head} {body} {tail}"
+    if "\n" not in one and len(one) + indent <= _PP_WIDTH:
+      return one
+  return "\n".join([head, *eqn_lines, " " * (indent + 2) + tail])
 
 
 # --- evaluation -------------------------------------------------------------------------

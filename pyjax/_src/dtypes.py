@@ -379,9 +379,13 @@ def promote_types(a, b):
   da, db = to_numpy_dtype(a), to_numpy_dtype(b)
   nodes = tuple(sorted({da, db}, key=str))
   out = _least_upper_bound(nodes)
-  if isinstance(out, str):  # promote_types never canonicalizes: weak nodes become 64-bit
+  if isinstance(out, str):  # weak nodes become 64-bit types
     out = {_weak_int: int64, _weak_float: float64, _weak_complex: complex128}[out]
-  return np.dtype(out)
+  out = np.dtype(out)
+  # JAX keeps a 64-bit result only when an input was 64-bit (else it canonicalizes)
+  if not _config.x64_enabled and out in _to_32 and da not in _to_32 and db not in _to_32:
+    out = _to_32[out]
+  return out
 
 
 def to_inexact_dtype(d):

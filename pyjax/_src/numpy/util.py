@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src.avals import ShapedArray
 from pyjax._src.config import config
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.runtime.array import ArrayImpl, Array
@@ -42,10 +43,27 @@ def promote_dtypes(*args):
 
 
 def _cast(x, aval, to_dtype, weak):
-  if aval.dtype == to_dtype and aval.weak_type == weak and type(x) not in _scalar_types \
-      and not isinstance(x, (np.ndarray, np.generic)):
+  t = type(x)
+  if t in _scalar_types or isinstance(x, (np.ndarray, np.generic)):
+    return constant(x, to_dtype, weak)
+  if aval.dtype == to_dtype and aval.weak_type == weak:
     return x
   return lax_e._convert_element_type(x, to_dtype, weak)
+
+
+def constant(x, to_dtype, weak=False):
+  """A Python/NumPy constant as a concrete Array of ``to_dtype`` (converted now, so a
+  traced program sees a literal or constant, not a conversion)."""
+  if type(x) is int and to_dtype.kind in "iu":
+    info = np.iinfo(to_dtype)
+    if not info.min <= x <= info.max:
+      raise OverflowError(f"Python int {x} too large to convert to {to_dtype.name}")
+  if to_dtype == dtypes.bool_:
+    buf = np.asarray(np.asarray(x) != 0)
+  else:
+    with np.errstate(all="ignore"):
+      buf = np.asarray(x).astype(to_dtype)
+  return ArrayImpl(buf, ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_), None, False)
 
 
 def asarray_weak(x):
@@ -54,7 +72,7 @@ def asarray_weak(x):
   if t is ArrayImpl or isinstance(x, core.Tracer):
     return x
   aval = core.get_aval(x)
-  return lax_e._convert_element_type(x, aval.dtype, aval.weak_type)
+  return constant(x, aval.dtype, aval.weak_type)
 
 
 def promote_dtypes_inexact(*args):
@@ -119,15 +137,47 @@ def _check_broadcastable(fun_name, shapes):
     raise ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}") from None
 
 
+def _scalar_like(aval, y):
+  """A Python int/float ``y`` as a weak array of ``aval``'s dtype when JAX's promotion would
+  give exactly that dtype (float array with int/float, int array with in-range int), else None."""
+  d = aval.dtype
+  t = type(y)
+  if t is float:
+    if not dtypes.is_float(d):
+      return None
+  elif t is int:
+    if d.kind in "iu":
+      info = np.iinfo(d)
+      if not info.min <= y <= info.max:
+        return None
+    elif not dtypes.is_float(d):
+      return None
+  else:
+    return None
+  return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
+
+
 def promote_args(fun_name, *args):
-  """check_arraylike + promote_dtypes + promote_shapes, with a fast path for two arrays."""
+  """check_arraylike + promote_dtypes + promote_shapes, with fast paths for two concrete
+  arrays and for an array with a Python scalar."""
   if len(args) == 2:
     x, y = args
-    if type(x) is ArrayImpl and type(y) is ArrayImpl:
-      ax, ay = x.aval, y.aval
-      if ax.dtype == ay.dtype and ax.weak_type == ay.weak_type and (
-          ax.shape == ay.shape or not ay.shape or not ax.shape):
-        return args
+    tx, ty = type(x), type(y)
+    if tx is ArrayImpl:
+      ax = x.aval
+      if ty is ArrayImpl:
+        ay = y.aval
+        if ax.dtype == ay.dtype and ax.weak_type == ay.weak_type and (
+            ax.shape == ay.shape or not ay.shape or not ax.shape):
+          return args
+      elif ty is float or ty is int:
+        ys = _scalar_like(ax, y)
+        if ys is not None:
+          return x, ys
+    elif ty is ArrayImpl and (tx is float or tx is int):
+      xs = _scalar_like(y.aval, x)
+      if xs is not None:
+        return xs, y
   check_arraylike(fun_name, *args)
   return promote_shapes(fun_name, *promote_dtypes(*args))
 

@@ -145,12 +145,18 @@ class ArrayImpl(Array):
   def nbytes(self):
     return self.size * self.aval.dtype.itemsize
 
+  def _dev(self):
+    d = self._device
+    if d is None:  # uncommitted constants made without a device: the default one
+      d = self._device = _devices.default_device()
+    return d
+
   @property
   def device(self):
-    return self._device
+    return self._dev()
 
   def devices(self):
-    return {self._device}
+    return {self._dev()}
 
   @property
   def committed(self):
@@ -158,7 +164,7 @@ class ArrayImpl(Array):
 
   @property
   def sharding(self):
-    return SingleDeviceSharding(self._device)
+    return SingleDeviceSharding(self._dev())
 
   @property
   def is_fully_addressable(self):
@@ -170,7 +176,7 @@ class ArrayImpl(Array):
 
   @property
   def addressable_shards(self):
-    return [Shard(self._device, self)]
+    return [Shard(self._dev(), self)]
 
   @property
   def global_shards(self):
@@ -250,7 +256,7 @@ class ArrayImpl(Array):
     b = self._data()
     aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
     for i in range(self.aval.shape[0]):
-      yield ArrayImpl(b[i], aval, self._device, self._committed)
+      yield ArrayImpl(b[i], aval, self._dev(), self._committed)
 
   def __hash__(self):
     raise TypeError("unhashable type: 'ArrayImpl'")
@@ -285,7 +291,7 @@ class ArrayImpl(Array):
 
   # -- copies and pickling ---------------------------------------------------------------
   def copy(self):
-    return ArrayImpl(self._data().copy(), self.aval, self._device, self._committed)
+    return ArrayImpl(self._data().copy(), self.aval, self._dev(), self._committed)
 
   def __copy__(self):
     return self.copy()

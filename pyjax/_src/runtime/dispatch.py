@@ -60,7 +60,7 @@ def _device_error(prim, args, devs):
     if d is None:
       continue
     name = names[i] if i < len(names) else f"args[{i}]"
-    parts.append(f"argument {name} of {prim.name} with shape {x.aval.str_short()} and "
+    parts.append(f"argument {name} of {prim.name} with shape {x.aval.str_short(short_dtypes=False)} and "
                  f"with device ids [{d.id}] on platform {d.platform.upper()}")
   return ValueError("Received incompatible devices for jitted computation. Got "
                     + " and ".join(parts))

@@ -1,0 +1,87 @@
+"""Moving data between host and devices: device_put, device_get, block_until_ready."""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src import core, dtypes
+from pyjax._src import tree_util
+from pyjax._src.avals import ShapedArray
+from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+
+
+def _resolve_device(device):
+  if device is None:
+    return None
+  if isinstance(device, _devices.Device):
+    return device
+  if isinstance(device, SingleDeviceSharding):
+    return device._device
+  if isinstance(device, str):
+    return _devices.get_backend(device).devices[0]
+  ds = getattr(device, "device_set", None)
+  if ds is not None and len(ds) == 1:
+    return next(iter(ds))
+  raise TypeError(f"device_put: unsupported device or sharding {device!r}")
+
+
+def _put_one(x, device, may_alias=None, donate=False):
+  if isinstance(x, core.Tracer):
+    return x
+  if type(x) is ArrayImpl:
+    if device is None:
+      return x
+    if x._device is device and x._committed:
+      return x
+    buf = x._data() if (may_alias is not False) else x._data().copy()
+    return ArrayImpl(buf, x.aval, device, True)
+  from pyjax._src.numpy.array_constructors import asarray
+  if isinstance(x, (np.ndarray, np.generic)) or type(x) in dtypes.python_scalar_types or hasattr(x, "__jax_array__") \
+      or isinstance(x, (bool, int, float, complex)):
+    a = asarray(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+      a = ArrayImpl(np.array(a._data(), copy=True), ShapedArray(a.shape, a.dtype, False), a._device, False)
+    if device is None:
+      return a
+    return ArrayImpl(a._data(), a.aval, device, True)
+  raise TypeError(f"device_put: argument of type {type(x)} is not a valid JAX type")
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """Put every leaf of ``x`` on ``device`` (committing it there), or on the default device
+  uncommitted when ``device`` is None.  ``device`` may be a Device, a SingleDeviceSharding,
+  a platform name, or a pytree prefix of those."""
+  if device is None or isinstance(device, (_devices.Device, SingleDeviceSharding, str)):
+    d = _resolve_device(device)
+    return tree_util.tree_map(lambda leaf: _put_one(leaf, d, may_alias, donate), x)
+  return tree_util.tree_map(lambda leaf, dev: _put_one(leaf, _resolve_device(dev), may_alias, donate),
+                            x, device)
+
+
+def device_put_replicated(x, devices):
+  from pyjax._src.lax import shapes as lax_s
+  return tree_util.tree_map(
+      lambda leaf: ArrayImpl(np.stack([np.asarray(leaf)] * len(devices)),
+                             ShapedArray((len(devices),) + np.shape(leaf),
+                                         dtypes.canonicalize_dtype(np.asarray(leaf).dtype)),
+                             devices[0], True), x)
+
+
+def device_get(x):
+  """Fetch every Array leaf of ``x`` to the host as a NumPy array (other leaves unchanged)."""
+  def get(leaf):
+    if type(leaf) is ArrayImpl:
+      return np.asarray(leaf)
+    if isinstance(leaf, core.Tracer):
+      return np.asarray(leaf)  # raises TracerArrayConversionError
+    return leaf
+  return tree_util.tree_map(get, x)
+
+
+def block_until_ready(x):
+  """Wait until every Array leaf of ``x`` is computed; returns ``x``."""
+  for leaf in tree_util.tree_leaves(x):
+    f = getattr(leaf, "block_until_ready", None)
+    if f is not None:
+      f()
+  return x

@@ -1,0 +1,9 @@
+"""pyjax.dtypes (as jax.dtypes): dtype utilities and extended dtypes."""
+from pyjax._src.dtypes import (  # noqa: F401
+    canonicalize_dtype, issubdtype, result_type, float0, bfloat16, TypePromotionError,
+    finfo, iinfo, promote_types)
+
+
+def is_weakly_typed(x):
+  from pyjax._src.dtypes import is_weakly_typed as f
+  return f(x)

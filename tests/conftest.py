@@ -1,0 +1,35 @@
+import os
+
+import numpy as np
+import pytest
+
+import pyjax
+
+
+@pytest.fixture
+def jax():
+  """Real JAX (the oracle), or skip."""
+  return pytest.importorskip("jax")
+
+
+@pytest.fixture
+def x64():
+  """Enable x64 in pyjax (and in JAX when installed) for one test."""
+  prev = pyjax.config.jax_enable_x64
+  pyjax.config.update("jax_enable_x64", True)
+  try:
+    import jax as real_jax
+    jprev = real_jax.config.jax_enable_x64
+    real_jax.config.update("jax_enable_x64", True)
+  except ImportError:
+    real_jax = None
+  try:
+    yield
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)
+    if real_jax is not None:
+      real_jax.config.update("jax_enable_x64", jprev)
+
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+_ = np
