@@ -86,8 +86,17 @@ config.define("jax_platforms", os.environ.get("JAX_PLATFORMS") or os.environ.get
               "Comma-separated list of platform names to initialize.")
 config.define("jax_num_cpu_devices", int(os.environ.get("JAX_NUM_CPU_DEVICES", os.environ.get("PYJAX_NUM_CPU_DEVICES", "-1"))),
               "Number of CPU devices (must be set before the first use of devices).")
+# read on the eager hot path: mirrored into a module global
+default_device_flag = None
+
+
+def _set_default_device(v):
+  global default_device_flag
+  default_device_flag = v
+
+
 config.define("jax_default_device", None, "Default device for uncommitted computations.",
-              in_trace_state=True)
+              on_update=_set_default_device, in_trace_state=True)
 config.define("jax_numpy_rank_promotion", os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
               "allow, warn or raise on implicit rank promotion.", in_trace_state=True)
 config.define("jax_numpy_dtype_promotion", os.environ.get("JAX_NUMPY_DTYPE_PROMOTION", "standard"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from pyjax._src import config as _config_mod
 from pyjax._src.config import config
 
 
@@ -63,7 +64,11 @@ class Backend:
 
 _lock = threading.Lock()
 _backends: dict[str, Backend] | None = None
-_thread_default = threading.local()
+class _ThreadDefault(threading.local):
+  device = None
+
+
+_thread_default = _ThreadDefault()
 
 
 def _init_backends():
@@ -147,10 +152,10 @@ _default_device_cache = None
 
 def default_device():
   """The device an uncommitted computation runs on now."""
-  d = getattr(_thread_default, "device", None)
+  d = _thread_default.device
   if d is not None:
     return d
-  d = config.jax_default_device
+  d = _config_mod.default_device_flag
   if d is not None:
     if isinstance(d, str):
       return get_backend(d).devices[0]
@@ -166,7 +171,7 @@ def default_device_ctx(device):
   """``jax.default_device(device)``: a context manager for the default device."""
   if isinstance(device, str):
     device = get_backend(device).devices[0]
-  prev = getattr(_thread_default, "device", None)
+  prev = _thread_default.device
   _thread_default.device = device
   try:
     yield
@@ -176,5 +181,5 @@ def default_device_ctx(device):
 
 def current_default_device_override():
   """The device set by the context manager or config (part of jit's cache key), or None."""
-  d = getattr(_thread_default, "device", None)
-  return d if d is not None else config.jax_default_device
+  d = _thread_default.device
+  return d if d is not None else _config_mod.default_device_flag
