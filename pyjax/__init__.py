@@ -12,9 +12,6 @@ from pyjax._src.api_device import (  # noqa: F401
 from pyjax._src.runtime.devices import Device  # noqa: F401
 from pyjax import dtypes, errors  # noqa: F401
 from pyjax import numpy, lax  # noqa: F401
-try:
-  from pyjax import tree_util, tree  # noqa: F401
-except ImportError:  # TEMP while tree_util is being written
-  pass
+from pyjax import tree_util, tree  # noqa: F401
 
 __version__ = "0.1.0"
