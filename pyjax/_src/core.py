@@ -415,9 +415,10 @@ def pp_eqn(eqn, ctx, indent=4):
   if not items:
     return f"{pad}{lhs} = {eqn.primitive.name} {rhs_args}"
   inner = [f"{k}={_format_param(v, ctx, indent + 2)}" for k, v in items]
-  one_line = f"{pad}{lhs} = {eqn.primitive.name}[{' '.join(inner)}] {rhs_args}"
-  if len(one_line) <= _PP_WIDTH and "\n" not in one_line:
-    return one_line
+  head = f"{pad}{lhs} = {eqn.primitive.name}[{' '.join(inner)}]"
+  # JAX keeps params on one line when the closing bracket fits in 80 columns
+  if len(head) <= _PP_WIDTH and "\n" not in head:
+    return f"{head} {rhs_args}"
   body = "".join(f"{pad}  {p}\n" for p in inner)
   return f"{pad}{lhs} = {eqn.primitive.name}[\n{body}{pad}] {rhs_args}"
 
