@@ -1,1 +1,447 @@
-__all__ = []
+"""Reduction primitives: reduce_{sum,prod,max,min,and,or,xor}, argmax/argmin, the generic
+variadic ``reduce`` and the cumulative reductions cum{sum,prod,max,min,logsumexp}.
+
+Shape rule: ``axes`` are non-negative, distinct and in range (lax does not wrap negative
+axes); the result drops the reduced dimensions.  Arithmetic and max/min reductions keep
+the operand's dtype and weak type; logical reductions and argmax/argmin are strongly
+typed.  Cumulative reductions keep shape, dtype and weak type.
+
+``lax.reduce`` recognises monoids as JAX does (``lax.add`` with a concrete scalar init 0
+becomes ``reduce_sum``, ``lax.max`` with the dtype's lowest value becomes ``reduce_max``,
+...) and otherwise binds the generic ``reduce`` primitive, whose params carry the Python
+``computation`` and its traced scalar ``jaxpr`` (a ClosedJaxpr), as in JAX.
+"""
+from __future__ import annotations
+
+import collections
+import operator
+import re
+
+import numpy as np
+
+from pyjax._src import core, dtypes
+from pyjax._src.avals import ShapedArray
+from pyjax._src.lax import elementwise as _ew
+
+__all__ = [
+    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+    "reduce_xor", "argmax", "argmin", "reduce", "cumsum", "cumprod", "cummax", "cummin",
+    "cumlogsumexp",
+    "reduce_sum_p", "reduce_prod_p", "reduce_max_p", "reduce_min_p", "reduce_and_p",
+    "reduce_or_p", "reduce_xor_p", "argmax_p", "argmin_p", "reduce_p", "cumsum_p",
+    "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p",
+]
+
+
+# --- shared checks ----------------------------------------------------------------------
+def _aval_str(aval):
+  """``float32[2,3]`` (``~`` marks a weak type), as JAX's reduction errors print avals."""
+  return (("~" if aval.weak_type else "") + aval.dtype.name
+          + "[" + ",".join(str(d) for d in aval.shape) + "]")
+
+
+def _is_number(d):
+  return dtypes.is_int(d) or dtypes.is_float(d) or dtypes.is_complex(d)
+
+
+def _check_number(name, d):
+  if not _is_number(d):
+    raise TypeError(f"{name} does not accept dtype {d.name}. Accepted dtypes are subtypes "
+                    "of number.")
+
+
+def _check_axes(aval, axes):
+  if len(set(axes)) != len(axes):
+    raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+  nd = len(aval.shape)
+  if not all(0 <= a < nd for a in axes):
+    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                     f"{_aval_str(aval)}.")
+
+
+def _reduced_shape(shape, axes):
+  return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _axes_tuple(axes):
+  """``tuple(axes)`` of Python ints (an int raises "'int' object is not iterable", as in
+  JAX); NumPy integers are accepted."""
+  return tuple(operator.index(a) for a in axes)
+
+
+# --- arithmetic / order / logical reductions --------------------------------------------
+def _arith_reduction(name, accepts_all=False, with_sharding=False):
+  p = core.Primitive(name)
+  p.arg_names = ("operand",)
+
+  def abstract(operand, *, axes, out_sharding=None):
+    _check_axes(operand, axes)
+    if not accepts_all:
+      _check_number(name, operand.dtype)
+    return ShapedArray(_reduced_shape(operand.shape, axes), operand.dtype, operand.weak_type)
+
+  if with_sharding:
+    p.def_abstract_eval(abstract)
+  else:
+    p.def_abstract_eval(lambda operand, *, axes: abstract(operand, axes=axes))
+  return p
+
+
+reduce_sum_p = _arith_reduction("reduce_sum", with_sharding=True)
+reduce_prod_p = _arith_reduction("reduce_prod")
+reduce_max_p = _arith_reduction("reduce_max", accepts_all=True)
+reduce_min_p = _arith_reduction("reduce_min", accepts_all=True)
+
+
+def _logical_reduction(name):
+  p = core.Primitive(name)
+  p.arg_names = ("operand",)
+
+  @p.def_abstract_eval
+  def abstract(operand, *, axes):
+    d = operand.dtype
+    if not (d == dtypes.bool_ or dtypes.is_int(d)):
+      raise TypeError(f"logical reduction requires operand dtype bool or int, got {d.name}.")
+    _check_axes(operand, axes)
+    return ShapedArray(_reduced_shape(operand.shape, axes), d, False)
+  return p
+
+
+reduce_and_p = _logical_reduction("reduce_and")
+reduce_or_p = _logical_reduction("reduce_or")
+reduce_xor_p = _logical_reduction("reduce_xor")
+
+
+def reduce_sum(operand, axes, *, out_sharding=None):
+  """Sum over ``axes`` (non-negative ints).  Integer sums wrap on overflow.  The CPU
+  backend adds floats in XLA's CPU order, rounding at every step, so results match JAX
+  bit for bit (except large float32/float64 sums, which use NumPy's pairwise summation
+  and may differ in the last bits)."""
+  return reduce_sum_p.bind(operand, axes=_axes_tuple(axes), out_sharding=out_sharding)
+
+
+def reduce_prod(operand, axes):
+  """Product over ``axes``; integer products wrap.  Evaluation order as reduce_sum."""
+  return reduce_prod_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_max(operand, axes):
+  """Maximum over ``axes``; NaN propagates, +0 > -0, complex numbers compare
+  lexicographically.  Empty reductions give -inf / the integer minimum / False."""
+  return reduce_max_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_min(operand, axes):
+  """Minimum over ``axes``; NaN propagates, -0 < +0, complex numbers compare
+  lexicographically.  Empty reductions give +inf / the integer maximum / True."""
+  return reduce_min_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_and(operand, axes):
+  """Bitwise (bool: logical) AND over ``axes``; the result is strongly typed."""
+  return reduce_and_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_or(operand, axes):
+  """Bitwise (bool: logical) OR over ``axes``; the result is strongly typed."""
+  return reduce_or_p.bind(operand, axes=_axes_tuple(axes))
+
+
+def reduce_xor(operand, axes):
+  """Bitwise (bool: logical) XOR over ``axes``; the result is strongly typed."""
+  return reduce_xor_p.bind(operand, axes=_axes_tuple(axes))
+
+
+# --- argmax / argmin ----------------------------------------------------------------------
+def _arg_reduction(name, cmp_name):
+  p = core.Primitive(name)
+  p.arg_names = ("operand",)
+
+  @p.def_abstract_eval
+  def abstract(operand, *, axes, index_dtype):
+    axis, = axes
+    shape = operand.shape
+    if not 0 <= axis < len(shape):
+      raise ValueError(f"Invalid axis {axis} for operand shape {shape}")
+    if shape[axis] == 0:
+      raise ValueError("argmin and argmax require non-empty reduced dimension. "
+                       f"operand.shape={shape} axis={axis}")
+    if not dtypes.is_int(index_dtype):
+      raise TypeError(f"index_dtype must be an integer type, but got {index_dtype.name}")
+    d = operand.dtype
+    if dtypes.is_complex(d):
+      raise TypeError(f"{cmp_name} does not accept dtype {d.name} at position 0. Accepted "
+                      "dtypes at position 0 are subtypes of integer, floating, bool.")
+    return ShapedArray(_reduced_shape(shape, axes), index_dtype, False)
+  return p
+
+
+argmax_p = _arg_reduction("argmax", "gt")
+argmin_p = _arg_reduction("argmin", "lt")
+
+
+def argmax(operand, axis, index_dtype):
+  """Index of the maximum along ``axis``: the first one on ties, the first NaN if any."""
+  index_dtype = dtypes.check_user_dtype(index_dtype, "argmax")
+  return argmax_p.bind(operand, axes=(operator.index(axis),), index_dtype=index_dtype)
+
+
+def argmin(operand, axis, index_dtype):
+  """Index of the minimum along ``axis``: the first one on ties, the first NaN if any."""
+  index_dtype = dtypes.check_user_dtype(index_dtype, "argmin")
+  return argmin_p.bind(operand, axes=(operator.index(axis),), index_dtype=index_dtype)
+
+
+# --- cumulative reductions ---------------------------------------------------------------
+def _cumulative(name, inexact_only=False):
+  p = core.Primitive(name)
+  p.arg_names = ("operand",)
+
+  @p.def_abstract_eval
+  def abstract(operand, *, axis, reverse):
+    if axis < 0:
+      raise ValueError("XLA operations do not allow negative axes")
+    if axis >= len(operand.shape):
+      raise ValueError(f"axis {axis} is out of bounds for array of shape {operand.shape}")
+    d = operand.dtype
+    _check_number(name, d)
+    if inexact_only and not dtypes.is_inexact(d):
+      raise TypeError(f"{name} does not accept dtype {d.name}. Accepted dtypes are subtypes "
+                      "of inexact.")
+    return operand
+  return p
+
+
+cumsum_p = _cumulative("cumsum")
+cumprod_p = _cumulative("cumprod")
+cummax_p = _cumulative("cummax")
+cummin_p = _cumulative("cummin")
+cumlogsumexp_p = _cumulative("cumlogsumexp", inexact_only=True)
+
+
+def cumsum(operand, axis=0, reverse=False):
+  """Cumulative sum along ``axis`` (non-negative); integer sums wrap on overflow."""
+  return cumsum_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cumprod(operand, axis=0, reverse=False):
+  """Cumulative product along ``axis`` (non-negative)."""
+  return cumprod_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cummax(operand, axis=0, reverse=False):
+  """Cumulative maximum along ``axis``; NaN propagates."""
+  return cummax_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cummin(operand, axis=0, reverse=False):
+  """Cumulative minimum along ``axis``; NaN propagates."""
+  return cummin_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+  """Cumulative log-sum-exp along ``axis``.  Differs from JAX: integer operands raise a
+  TypeError (JAX fails with an OverflowError while lowering)."""
+  return cumlogsumexp_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+# --- the generic variadic reduce ---------------------------------------------------------
+reduce_p = core.Primitive("reduce")
+reduce_p.multiple_results = True
+
+_ADDR = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _mask_address(fn):
+  return _ADDR.sub(" at 0xXXXXXXXXXXXX", repr(fn))
+
+
+def _reduce_param_printer(params):
+  out = dict(params)
+  out["computation"] = _mask_address(params["computation"])
+  return out
+
+
+reduce_p.param_printer = _reduce_param_printer
+
+
+@reduce_p.def_abstract_eval
+def _reduce_abstract(*avals, computation, jaxpr, dimensions):
+  n = len(avals) // 2
+  operands, inits = avals[:n], avals[n:]
+  if len(operands) != len(inits) or not operands:
+    raise ValueError("reduce needs as many initial values as operands, got "
+                     f"{len(operands)} operands and {len(inits)} initial values")
+  if any(a.dtype != i.dtype for a, i in zip(operands, inits)):
+    raise TypeError("reduce operand dtypes should match corresponding initial value dtypes, "
+                    f"got operands={list(operands)} and initial_values={list(inits)}")
+  if any(i.shape for i in inits):
+    raise ValueError(f"reduce found non-scalar initial value: {[i.shape for i in inits]}")
+  shape0 = operands[0].shape
+  if any(a.shape != shape0 for a in operands):
+    raise ValueError("reduce operands must all have the same shape, got shapes "
+                     f"{[a.shape for a in operands]}")
+  _check_axes(operands[0], dimensions)
+  outs = jaxpr.out_avals
+  if len(outs) != n:
+    raise ValueError(f"reduce computation must produce {n} values (one per operand), "
+                     f"but produces {len(outs)}")
+  for i, (o, a) in enumerate(zip(outs, operands)):
+    if o.shape != () or o.dtype != a.dtype:
+      raise ValueError(f"reduce computation's result {i} must be a scalar of dtype "
+                       f"{a.dtype.name} (the operand's), got {o.str_short()}")
+  out_shape = _reduced_shape(shape0, dimensions)
+  return [ShapedArray(out_shape, a.dtype, a.weak_type and i.weak_type)
+          for a, i in zip(operands, inits)]
+
+
+def _tree():
+  from pyjax._src import tree_util
+  return tree_util
+
+
+_reducer_cache = collections.OrderedDict()
+_REDUCER_CACHE_SIZE = 256
+
+
+def _trace_reducer(computation, flat_avals, tree, context):
+  """Trace ``computation(a, b)`` (a, b: pytrees shaped like ``tree`` of scalars with
+  ``flat_avals``) into a ClosedJaxpr whose inputs are a's leaves then b's leaves."""
+  key = (computation, tuple(flat_avals), tree)
+  try:
+    hit = _reducer_cache.get(key)
+  except TypeError:  # unhashable computation
+    key, hit = None, None
+  if hit is not None:
+    _reducer_cache.move_to_end(key)
+    return hit
+  tu = _tree()
+  n = len(flat_avals)
+
+  def fun(*args):
+    a = tu.tree_unflatten(tree, args[:n])
+    b = tu.tree_unflatten(tree, args[n:])
+    out_leaves, _ = tu.tree_flatten(computation(a, b))
+    return out_leaves
+
+  closed = core.trace_to_jaxpr(fun, list(flat_avals) * 2)
+  if any(isinstance(c, core.Tracer) for c in closed.consts):
+    raise NotImplementedError(f"{context} computations can't close over Tracers. Please "
+                              "open an issue at https://github.com/jax-ml/jax.")
+  if key is not None:
+    _reducer_cache[key] = closed
+    if len(_reducer_cache) > _REDUCER_CACHE_SIZE:
+      _reducer_cache.popitem(last=False)
+  return closed
+
+
+def _concrete_scalar(x):
+  """The value of a concrete scalar (Python/NumPy scalar, 0-d Array), else None."""
+  if isinstance(x, core.Tracer):
+    return None
+  try:
+    aval = core.get_aval(x)
+  except TypeError:
+    return None
+  if aval.shape != ():
+    return None
+  if hasattr(x, "_data"):
+    return x._data(), aval.dtype
+  return np.asarray(x, aval.dtype), aval.dtype
+
+
+def _max_identity(d):
+  if d == dtypes.bool_:
+    return False
+  if dtypes.is_int(d):
+    return np.iinfo(d).min
+  return -np.inf
+
+
+def _min_identity(d):
+  if d == dtypes.bool_:
+    return True
+  if dtypes.is_int(d):
+    return np.iinfo(d).max
+  return np.inf
+
+
+def _and_identity(d):
+  return True if d == dtypes.bool_ else np.array(-1).astype(d)
+
+
+def _equal(val, ident):
+  with np.errstate(all="ignore"):
+    return bool(np.equal(val, ident))
+
+
+def _get_monoid_reducer(computation, init_values):
+  """JAX's monoid recognition: (lax op, concrete scalar identity init) -> reducer."""
+  if len(init_values) != 1:
+    return None
+  c = _concrete_scalar(init_values[0])
+  if c is None:
+    return None
+  val, d = c
+  intlike = d == dtypes.bool_ or dtypes.is_int(d)
+  if computation is _ew.add:
+    return reduce_sum if _equal(val, 0) else None
+  if computation is _ew.mul:
+    return reduce_prod if _equal(val, 1) else None
+  if computation is _ew.bitwise_or and intlike:
+    return reduce_or if _equal(val, 0) else None
+  if computation is _ew.bitwise_and and intlike:
+    return reduce_and if _equal(val, _and_identity(d)) else None
+  if computation is _ew.bitwise_xor and intlike:
+    return reduce_xor if _equal(val, 0) else None
+  if computation is _ew.max:
+    return reduce_max if _equal(val, _max_identity(d)) else None
+  if computation is _ew.min:
+    return reduce_min if _equal(val, _min_identity(d)) else None
+  return None
+
+
+def reduce(operands, init_values, computation, dimensions, out_sharding=None):
+  """Reduce ``operands`` (a pytree of equal-shape arrays) over ``dimensions`` with
+  ``computation(acc, x) -> acc`` starting from the scalar ``init_values``.
+
+  ``lax.add/mul/max/min/bitwise_*`` with a concrete identity init become the dedicated
+  primitives (reduce_sum, ...), as in JAX.  Otherwise the generic ``reduce`` primitive is
+  bound (its params hold the Python ``computation`` and its traced scalar jaxpr); the
+  eager CPU backend evaluates that jaxpr on NumPy arrays, folding in the same order as
+  XLA's CPU backend (row-major, reduced dimensions longer than 32 split into windows of
+  32), so even non-associative computations match JAX.
+  """
+  tu = _tree()
+  flat_operands, operand_tree = tu.tree_flatten(operands)
+  flat_inits, init_tree = tu.tree_flatten(init_values)
+  if operand_tree != init_tree:
+    raise ValueError("Operands must have the same tree structure as init_values: "
+                     f"{operand_tree} vs. {init_tree}")
+  if len(flat_operands) != len(flat_inits):
+    raise ValueError("Must have same total number of operands as init_values: "
+                     f"{len(flat_operands)} vs. {len(flat_inits)}")
+  dimensions = _axes_tuple(dimensions)
+  monoid = _get_monoid_reducer(computation, flat_inits)
+  if monoid is not None:
+    if monoid is reduce_sum:
+      out = reduce_sum(flat_operands[0], dimensions, out_sharding=out_sharding)
+    else:
+      out = monoid(flat_operands[0], dimensions)
+    # as in JAX: the result is weak only if both the operand and the init value are
+    weak = dtypes.is_weakly_typed(flat_operands[0]) and dtypes.is_weakly_typed(flat_inits[0])
+    if core.get_aval(out).weak_type != weak:
+      out = _ew._convert_element_type(out, None, weak_type=weak)
+    return tu.tree_unflatten(operand_tree, [out])
+  op_avals = [core.get_aval(x) for x in flat_operands]
+  init_avals = [core.get_aval(x) for x in flat_inits]
+  if any(a.dtype != i.dtype for a, i in zip(op_avals, init_avals)):
+    raise TypeError("reduce operand dtypes should match corresponding initial value dtypes, "
+                    f"got operands={op_avals} and initial_values={init_avals}")
+  if any(i.shape for i in init_avals):
+    raise ValueError(f"reduce found non-scalar initial value: {[i.shape for i in init_avals]}")
+  jaxpr = _trace_reducer(computation, [ShapedArray((), i.dtype, i.weak_type) for i in init_avals],
+                         operand_tree, "Reduction")
+  outs = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
+                       dimensions=dimensions)
+  return tu.tree_unflatten(operand_tree, outs)

@@ -1,0 +1,596 @@
+"""Eager NumPy implementations of the reduction primitives (reductions, argmax/argmin,
+cumulative and windowed reductions, select_and_{scatter,gather}_add) with XLA's semantics:
+
+- empty reductions give the identity (sum 0, prod 1, max -inf / integer min / False, ...);
+- max/min propagate NaN and order -0 below +0; complex numbers compare lexicographically;
+- integer sums and products wrap around in the operand's type;
+- floating-point sums and products follow XLA's CPU evaluation order (a tree of windows of
+  32, sequential inside, rounding to the operand's type at every step), so they match
+  JAX bit for bit (large float32/float64 reductions use NumPy's pairwise summation);
+- cumulative and windowed sums of half types accumulate in float32 and round once (XLA
+  rounds at every step in its own scan order: results can differ by a few ulps);
+- windows skip padding and base-dilation holes, starting once from the init value.
+
+The generic ``reduce`` / ``reduce_window`` primitives carry a traced scalar jaxpr; it is
+evaluated here on NumPy arrays (vectorized over all output positions) with this backend's
+own implementations, looked up by primitive name.
+"""
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+
+from pyjax._src.backends.cpu.registry import impls, register
+
+_half = {np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)}
+_SPLIT = 32  # XLA CPU's tree-reduction rewriter: reduced dims longer than this are split
+_ORDERED_MAX_SIZE = 1 << 16  # larger float32/64 and complex reductions: NumPy's order
+
+
+def _is_small_float(d):
+  return d in _half or (d.kind == "V") or (d.itemsize == 1 and d.kind == "f") or \
+      d.name.startswith("float8") or d.name.startswith("float4")
+
+
+def _up(x):
+  """float16/bfloat16/float8 -> float32 (exactly); other dtypes unchanged."""
+  return x.astype(np.float32) if _is_small_float(x.dtype) else x
+
+
+def _is_floatlike(d):
+  return d.kind == "f" or _is_small_float(d)
+
+
+def _max_identity(d):
+  if d == np.bool_:
+    return np.array(False)
+  if d.kind in "iu":
+    return np.array(np.iinfo(d).min, d)
+  return np.array(-np.inf, d)
+
+
+def _min_identity(d):
+  if d == np.bool_:
+    return np.array(True)
+  if d.kind in "iu":
+    return np.array(np.iinfo(d).max, d)
+  return np.array(np.inf, d)
+
+
+# --- reductions -------------------------------------------------------------------------
+def _split_level(x, ident):
+  """One level of XLA's CPU tree reduction on x of shape (m, *rdims): every reduced
+  dimension longer than 32 is padded (split evenly between both ends) to a multiple of 32
+  and cut into windows of 32; returns x as (m, *grid, W) with each window's elements in
+  row-major order along the last axis (padding holds the identity)."""
+  m, rdims = x.shape[0], x.shape[1:]
+  if not any(d > _SPLIT for d in rdims):
+    return x.reshape(m, 1, -1), False
+  wins = [_SPLIT if d > _SPLIT else d for d in rdims]
+  grid = [-(-d // w) for d, w in zip(rdims, wins)]
+  padded = np.full((m,) + tuple(g * w for g, w in zip(grid, wins)), ident, x.dtype)
+  padded[(slice(None),) + tuple(slice((g * w - d) // 2, (g * w - d) // 2 + d)
+                                for d, w, g in zip(rdims, wins, grid))] = x
+  r = len(rdims)
+  b = padded.reshape((m,) + tuple(v for gw in zip(grid, wins) for v in gw))
+  b = b.transpose((0,) + tuple(1 + 2 * i for i in range(r)) + tuple(2 + 2 * i for i in range(r)))
+  return b.reshape((m,) + tuple(grid) + (-1,)), True
+
+
+def _arith_reduce(x, axes, ufunc, ident):
+  """Sum/product in XLA's CPU order, rounding to the operand's type at every step (what
+  ``ufunc.accumulate`` does), so floating-point results match XLA's bit for bit in the
+  common cases; integers wrap (any order gives the same).  See ``_xla_reduce``.  Large
+  float32/float64/complex reductions use NumPy's faster pairwise summation instead; half
+  types always follow XLA's order (their rounding makes the order visible)."""
+  axes = tuple(sorted(axes))
+  if x.dtype.kind in "iub" or not axes or x.size == 0:
+    return ufunc.reduce(x, axis=axes, dtype=x.dtype)
+  if x.size > _ORDERED_MAX_SIZE and not _is_small_float(x.dtype):
+    # large float32/64 and complex: NumPy's pairwise summation (as accurate, much faster;
+    # may differ from XLA in the last bits)
+    return ufunc.reduce(x, axis=axes, dtype=x.dtype)
+  kept = [i for i in range(x.ndim) if i not in axes]
+  rdims = tuple(x.shape[i] for i in axes)
+  out_shape = tuple(x.shape[i] for i in kept)
+  m = int(np.prod(out_shape, dtype=np.int64))
+  cur = np.transpose(x, kept + list(axes)).reshape((m,) + rdims)
+  ident = np.array(ident, x.dtype)[()]
+  while True:
+    blocks, split = _split_level(cur, ident)
+    cur = ufunc.accumulate(blocks, axis=-1, dtype=x.dtype)[..., -1]
+    if not split:
+      break
+  out = cur.reshape(out_shape)
+  if ufunc is np.add and x.dtype.kind in "fcV":
+    out = out + np.zeros((), x.dtype)  # XLA's fold starts from +0: never returns -0
+  return out
+
+
+@register("reduce_sum")
+def _reduce_sum(x, *, axes, out_sharding=None):
+  return _arith_reduce(x, axes, np.add, 0)
+
+
+@register("reduce_prod")
+def _reduce_prod(x, *, axes):
+  return _arith_reduce(x, axes, np.multiply, 1)
+
+
+def _fix_signed_zeros(res, x, axes, want_positive):
+  """XLA's max orders -0 < +0 (and min the reverse): where the result is a zero, it is +0
+  (for max) iff the reduced elements contain a +0."""
+  if not _is_floatlike(res.dtype) or not np.any(res == 0):
+    return res
+  zero_of_sign = (x == 0) & (np.signbit(x) != want_positive)
+  found = np.logical_or.reduce(zero_of_sign, axis=axes)
+  signed = np.where(found, 0.0, -0.0) if want_positive else np.where(found, -0.0, 0.0)
+  return np.where(res == 0, signed.astype(res.dtype), res)
+
+
+def _order_reduce(x, axes, is_max):
+  axes = tuple(axes)
+  xu = _up(x)
+  if x.dtype == np.bool_:
+    return (np.logical_or if is_max else np.logical_and).reduce(x, axis=axes)
+  ident = (_max_identity if is_max else _min_identity)(xu.dtype)
+  ufunc = np.maximum if is_max else np.minimum
+  res = np.asarray(ufunc.reduce(xu, axis=axes, initial=ident[()]))
+  return _fix_signed_zeros(res, xu, axes, is_max)
+
+
+@register("reduce_max")
+def _reduce_max(x, *, axes):
+  return _order_reduce(x, axes, True)
+
+
+@register("reduce_min")
+def _reduce_min(x, *, axes):
+  return _order_reduce(x, axes, False)
+
+
+def _logical(bool_ufunc, int_ufunc, int_identity):
+  def impl(x, *, axes):
+    axes = tuple(axes)
+    if x.dtype == np.bool_:
+      return bool_ufunc.reduce(x, axis=axes, initial=bool(int_identity))
+    ident = np.array(int_identity).astype(x.dtype)[()]
+    return int_ufunc.reduce(x, axis=axes, initial=ident)
+  return impl
+
+
+impls["reduce_and"] = _logical(np.logical_and, np.bitwise_and, -1)
+impls["reduce_or"] = _logical(np.logical_or, np.bitwise_or, 0)
+impls["reduce_xor"] = _logical(np.logical_xor, np.bitwise_xor, 0)
+
+
+def _arg_reduce(fn):
+  def impl(x, *, axes, index_dtype):
+    axis, = axes
+    return fn(_up(x), axis=axis).astype(index_dtype)
+  return impl
+
+
+# np.argmax/argmin return the first index on ties and the first NaN, as XLA does.
+impls["argmax"] = _arg_reduce(np.argmax)
+impls["argmin"] = _arg_reduce(np.argmin)
+
+
+# --- cumulative reductions --------------------------------------------------------------
+def _cumulative(fn):
+  def impl(x, *, axis, reverse):
+    if reverse:
+      return np.flip(fn(np.flip(x, axis), axis), axis)
+    return fn(x, axis)
+  return impl
+
+
+def _cumsum(x, axis):
+  xu = _up(x)
+  return np.cumsum(xu, axis=axis, dtype=xu.dtype)
+
+
+def _cumprod(x, axis):
+  xu = _up(x)
+  return np.cumprod(xu, axis=axis, dtype=xu.dtype)
+
+
+def _cum_order(is_max):
+  def fn(x, axis):
+    xu = _up(x)
+    res = (np.maximum if is_max else np.minimum).accumulate(xu, axis=axis)
+    if _is_floatlike(res.dtype) and np.any(res == 0):
+      zero_of_sign = (xu == 0) & (np.signbit(xu) != is_max)
+      found = np.logical_or.accumulate(zero_of_sign, axis=axis)
+      signed = np.where(found, 0.0, -0.0) if is_max else np.where(found, -0.0, 0.0)
+      res = np.where(res == 0, signed.astype(res.dtype), res)
+    return res
+  return fn
+
+
+def _complex_logaddexp(a, b):
+  m = np.maximum(a.real, b.real)
+  m = np.where(np.isfinite(m), m, 0)
+  return np.log(np.exp(a - m) + np.exp(b - m)) + m
+
+
+def _cumlogsumexp(x, axis):
+  xu = _up(x)
+  if xu.dtype.kind != "c":
+    return np.logaddexp.accumulate(xu, axis=axis)
+  xm = np.moveaxis(xu, axis, 0).copy()
+  for i in range(1, xm.shape[0]):
+    xm[i] = _complex_logaddexp(xm[i - 1], xm[i])
+  return np.moveaxis(xm, 0, axis)
+
+
+impls["cumsum"] = _cumulative(_cumsum)
+impls["cumprod"] = _cumulative(_cumprod)
+impls["cummax"] = _cumulative(_cum_order(True))
+impls["cummin"] = _cumulative(_cum_order(False))
+impls["cumlogsumexp"] = _cumulative(_cumlogsumexp)
+
+
+# --- evaluating a traced scalar computation on NumPy arrays ----------------------------
+def _const_value(c):
+  data = getattr(c, "_data", None)
+  return data() if data is not None else np.asarray(c)
+
+
+def _eval_jaxpr(jaxpr, consts, args):
+  """Evaluate ``jaxpr`` on NumPy arrays with this backend's eager implementations."""
+  env = {}
+
+  def read(v):
+    if hasattr(v, "val"):  # a Literal
+      return np.asarray(v.val, v.aval.dtype)
+    return env[v]
+
+  for v, c in zip(jaxpr.constvars, consts):
+    env[v] = _const_value(c)
+  for v, a in zip(jaxpr.invars, args):
+    env[v] = a
+  for eqn in jaxpr.eqns:
+    ins = [read(v) for v in eqn.invars]
+    prim = eqn.primitive
+    impl = impls.get(prim.name)
+    if impl is not None:
+      out = impl(*ins, **eqn.params)
+    elif prim.impl is not None:  # a higher-order primitive with a Python-level rule
+      out = prim.impl(*ins, **eqn.params)
+    else:
+      raise NotImplementedError(f"The cpu backend has no eager implementation of {prim.name}")
+    outs = out if prim.multiple_results else [out]
+    for v, o in zip(eqn.outvars, outs):
+      env[v] = np.asarray(o, v.aval.dtype)
+  return [read(v) for v in jaxpr.outvars]
+
+
+class _Combiner:
+  """``combine(accs, xs) -> accs`` for lists of equal-shape arrays: the scalar jaxpr
+  applied elementwise (vectorized when its equations allow, else element by element)."""
+
+  def __init__(self, jaxpr, consts):
+    self.jaxpr, self.consts = jaxpr, consts
+    self.vectorized = True
+
+  def __call__(self, accs, xs):
+    shape = np.shape(accs[0])
+    dts = [a.dtype for a in accs]
+    if self.vectorized:
+      try:
+        outs = _eval_jaxpr(self.jaxpr, self.consts, [*accs, *xs])
+        if all(np.shape(o) == shape for o in outs):
+          return [np.asarray(o, d) for o, d in zip(outs, dts)]
+      except Exception:  # noqa: BLE001 - fall back to the scalar loop below
+        pass
+      self.vectorized = False
+    flat_a = [np.asarray(a).reshape(-1) for a in accs]
+    flat_x = [np.asarray(x).reshape(-1) for x in xs]
+    res = [np.empty(fa.shape, d) for fa, d in zip(flat_a, dts)]
+    for i in range(res[0].size if res else 0):
+      outs = _eval_jaxpr(self.jaxpr, self.consts, [a[i] for a in flat_a] + [x[i] for x in flat_x])
+      for r, o in zip(res, outs):
+        r[i] = o
+    return [r.reshape(shape) for r in res]
+
+
+def _fold(xs, accs, combine):
+  """``acc = f(acc, x)`` over axis 1.. of each x (shape (m, *rdims)), in row-major order."""
+  m = xs[0].shape[0]
+  flat = [x.reshape(m, -1) for x in xs]
+  for j in range(flat[0].shape[1]):
+    accs = combine(accs, [x[:, j] for x in flat])
+  return accs
+
+
+def _xla_reduce(xs, inits, combine):
+  """Reduce xs (each of shape (m, *rdims)) over the rdims as XLA's CPU backend does: when a
+  reduced dimension exceeds 32, windows of 32 along every reduced dimension are each folded
+  from the init value, and the grid of partial results is reduced again (recursively);
+  otherwise one sequential row-major fold from the init value.  The windows are laid over
+  the dimension padded to a multiple of 32 with the padding split evenly between both
+  ends (padding holds no elements).  This reproduces XLA's results even for
+  non-associative computations and non-identity init values."""
+  m, rdims = xs[0].shape[0], xs[0].shape[1:]
+  base = [np.full((m,), i, i.dtype) for i in inits]
+  if 0 in rdims or m == 0:
+    return base
+  if not any(d > _SPLIT for d in rdims):
+    return _fold(xs, base, combine)
+  wins = [_SPLIT if d > _SPLIT else d for d in rdims]
+  grid = [-(-d // w) for d, w in zip(rdims, wins)]
+  lows = [(g * w - d) // 2 for d, w, g in zip(rdims, wins, grid)]  # padding split evenly
+  r = len(rdims)
+  blocked = []
+  for x in xs:
+    padded = np.zeros((m,) + tuple(g * w for g, w in zip(grid, wins)), x.dtype)
+    padded[(slice(None),) + tuple(slice(lo, lo + d) for lo, d in zip(lows, rdims))] = x
+    b = padded.reshape((m,) + tuple(v for gw in zip(grid, wins) for v in gw))
+    blocked.append(b.transpose((0,) + tuple(1 + 2 * i for i in range(r)) +
+                               tuple(2 + 2 * i for i in range(r))))
+  gshape = (m,) + tuple(grid)
+  accs = [np.full(gshape, i, i.dtype) for i in inits]
+  oks = []  # per dim: offset -> None (every window has an element there) or a (g,) mask
+  for i, (w, d, g, lo) in enumerate(zip(wins, rdims, grid, lows)):
+    per = []
+    for o in range(w):
+      pos = np.arange(g) * w + o - lo
+      ok = (pos >= 0) & (pos < d)
+      per.append(None if ok.all() else ok.reshape((1,) * i + (g,) + (1,) * (r - i - 1)))
+    oks.append(per)
+  for offs in itertools.product(*[range(w) for w in wins]):
+    valid = None
+    for per, o in zip(oks, offs):
+      if per[o] is not None:
+        valid = per[o] if valid is None else valid & per[o]
+    if valid is not None and not valid.any():
+      continue
+    sl = (Ellipsis,) + tuple(offs)
+    new = combine([a.reshape(-1) for a in accs], [b[sl].reshape(-1) for b in blocked])
+    if valid is None:
+      accs = [nw.reshape(gshape) for nw in new]
+    else:
+      accs = [np.where(valid, nw.reshape(gshape), a) for nw, a in zip(new, accs)]
+  return _xla_reduce(accs, inits, combine)
+
+
+@register("reduce")
+def _reduce(*args, computation, jaxpr, dimensions):
+  """The generic reduce, folding ``acc = f(acc, x)`` in the order XLA's CPU backend uses
+  (see ``_xla_reduce``), so non-associative computations and non-identity inits give
+  XLA's results.  ``dimensions=()`` returns the operands unchanged, as XLA does."""
+  n = len(args) // 2
+  ops, inits = args[:n], args[n:]
+  dims = sorted(dimensions)
+  if not dims:
+    return [np.array(o) for o in ops]
+  kept = [i for i in range(ops[0].ndim) if i not in dims]
+  out_shape = tuple(ops[0].shape[i] for i in kept)
+  m = int(np.prod(out_shape, dtype=np.int64))
+  rdims = tuple(ops[0].shape[i] for i in dims)
+  xs = [np.transpose(o, kept + dims).reshape((m,) + rdims) for o in ops]
+  combine = _Combiner(jaxpr.jaxpr, jaxpr.consts)
+  accs = _xla_reduce(xs, inits, combine)
+  return [a.reshape(out_shape) for a in accs]
+
+
+# --- window geometry --------------------------------------------------------------------
+class _Windows:
+  """The dilated+padded layout of an operand and the strided slice of it that each window
+  offset visits (one slice per offset, covering all output positions)."""
+
+  def __init__(self, shape, window_dimensions, window_strides, padding, base_dilation=None,
+               window_dilation=None):
+    nd = len(shape)
+    self.shape = tuple(shape)
+    self.wd = tuple(window_dimensions)
+    self.ws = tuple(window_strides)
+    self.pads = tuple(tuple(p) for p in padding)
+    self.bd = tuple(base_dilation) if base_dilation is not None else (1,) * nd
+    self.wdil = tuple(window_dilation) if window_dilation is not None else (1,) * nd
+    self.dilated = tuple(0 if d == 0 else (d - 1) * b + 1 for d, b in zip(shape, self.bd))
+    self.padded = tuple(d + lo + hi for d, (lo, hi) in zip(self.dilated, self.pads))
+    out = []
+    for p, w, s, r in zip(self.padded, self.wd, self.ws, self.wdil):
+      eff = (w - 1) * r + 1
+      out.append((p - eff) // s + 1 if p >= eff else 0)
+    self.out_shape = tuple(out)
+    self.size = int(np.prod(self.wd, dtype=np.int64))
+
+  def layout(self, x, fill):
+    """``x`` dilated and padded with ``fill`` (negative pads crop)."""
+    full = np.full(self.padded, fill, dtype=x.dtype)
+    src, dst = [], []
+    for n, b, (lo, hi), p in zip(self.shape, self.bd, self.pads, self.padded):
+      # element i of x sits at padded position lo + i*b; keep those inside [0, p)
+      first, last = max(0, -(lo // b)), min(n - 1, (p - 1 - lo) // b)
+      if n == 0 or last < first:
+        return full
+      src.append(slice(first, last + 1))
+      dst.append(slice(lo + first * b, lo + last * b + 1, b))
+    full[tuple(dst)] = x[tuple(src)]
+    return full
+
+  def mask(self):
+    return self.layout(np.ones(self.shape, np.bool_), False)
+
+  def slices(self, outer=None):
+    """Window offsets in row-major order, or with dimension ``outer`` moved outermost."""
+    ranges = [range(w) for w in self.wd]
+    if outer is None:
+      offsets = itertools.product(*ranges)
+    else:
+      rest = [i for i in range(len(ranges)) if i != outer]
+      perm = [outer] + rest
+      inv = np.argsort(perm)
+      offsets = (tuple(o[i] for i in inv)
+                 for o in itertools.product(*[ranges[i] for i in perm]))
+    for offs in offsets:
+      yield tuple(slice(o * r, o * r + (n - 1) * s + 1, s)
+                  for o, r, n, s in zip(offs, self.wdil, self.out_shape, self.ws))
+
+  def scatter_back(self, padded_values):
+    """Inverse of ``layout``: the values at the operand's own positions."""
+    out = np.zeros(self.shape, padded_values.dtype)
+    src, dst = [], []
+    for n, b, (lo, hi), p in zip(self.shape, self.bd, self.pads, self.padded):
+      first, last = max(0, -(lo // b)), min(n - 1, (p - 1 - lo) // b)
+      if n == 0 or last < first:
+        return out
+      dst.append(slice(first, last + 1))
+      src.append(slice(lo + first * b, lo + last * b + 1, b))
+    out[tuple(dst)] = padded_values[tuple(src)]
+    return out
+
+
+def _window_fold(x, win, ufunc, ident):
+  """Reduce every window with a NumPy ufunc, padding with its identity."""
+  if 0 in win.out_shape:
+    return np.full(win.out_shape, ident, x.dtype)
+  xp = win.layout(x, ident)
+  if win.size > 64:
+    # one strided view: windows as trailing axes, reduced at once
+    effs = tuple((w - 1) * r + 1 for w, r in zip(win.wd, win.wdil))
+    view = np.lib.stride_tricks.sliding_window_view(xp, effs)
+    nd = x.ndim
+    view = view[tuple(slice(None, None, s) for s in win.ws) +
+                tuple(slice(None, None, r) for r in win.wdil)]
+    view = view[tuple(slice(0, n) for n in win.out_shape)]
+    return ufunc.reduce(view, axis=tuple(range(nd, 2 * nd)), dtype=x.dtype)
+  acc = None
+  for sl in win.slices():
+    acc = xp[sl].copy() if acc is None else ufunc(acc, xp[sl])
+  return acc
+
+
+def _window_params(params):
+  return (params["window_dimensions"], params["window_strides"], params["padding"],
+          params.get("base_dilation"), params.get("window_dilation"))
+
+
+@register("reduce_window_sum")
+def _reduce_window_sum(x, **params):
+  """Windows of up to 64 elements add in row-major order in the operand's type (XLA's
+  order and rounding); larger windows reduce at once (half types in float32)."""
+  win = _Windows(x.shape, *_window_params(params))
+  xu = x if win.size <= 64 else _up(x)
+  out = _window_fold(xu, win, np.add, np.array(0, xu.dtype)[()])
+  if xu.dtype.kind in "fcV":
+    out = out + np.zeros((), xu.dtype)  # XLA's fold starts from +0: never returns -0
+  return out
+
+
+def _reduce_window_order(x, params, is_max):
+  xu = _up(x)
+  win = _Windows(x.shape, *_window_params(params))
+  if x.dtype == np.bool_:
+    return _window_fold(x, win, np.logical_or if is_max else np.logical_and, not is_max)
+  ident = (_max_identity if is_max else _min_identity)(xu.dtype)[()]
+  res = _window_fold(xu, win, np.maximum if is_max else np.minimum, ident)
+  if _is_floatlike(res.dtype) and np.any(res == 0):
+    zero_of_sign = (xu == 0) & (np.signbit(xu) != is_max)
+    found = _window_fold(zero_of_sign, win, np.logical_or, False)
+    signed = np.where(found, 0.0, -0.0) if is_max else np.where(found, -0.0, 0.0)
+    res = np.where(res == 0, signed.astype(res.dtype), res)
+  return res
+
+
+@register("reduce_window_max")
+def _reduce_window_max(x, **params):
+  return _reduce_window_order(x, params, True)
+
+
+@register("reduce_window_min")
+def _reduce_window_min(x, **params):
+  return _reduce_window_order(x, params, False)
+
+
+@register("reduce_window")
+def _reduce_window(*args, jaxpr, consts, **params):
+  """Fold ``acc = f(acc, x)`` over each window's elements in row-major window order,
+  skipping padding and holes; vectorized over all windows."""
+  n = len(args) // 2
+  ops, inits = args[:n], args[n:]
+  win = _Windows(ops[0].shape, *_window_params(params))
+  accs = [np.full(win.out_shape, i, i.dtype) for i in inits]
+  if 0 in win.out_shape:
+    return accs
+  layouts = [win.layout(o, np.zeros((), o.dtype)[()]) for o in ops]
+  mask = win.mask()
+  combine = _Combiner(jaxpr, consts)
+  for sl in win.slices():
+    m = mask[sl]
+    if not m.any():
+      continue
+    new = combine(accs, [lp[sl] for lp in layouts])
+    accs = [np.where(m, nw, a) for nw, a in zip(new, accs)]
+  return accs
+
+
+# --- select_and_scatter_add / select_and_gather_add -------------------------------------
+def _selector(select_prim):
+  name = getattr(select_prim, "name", select_prim)
+  ops = {"ge": np.greater_equal, "le": np.less_equal, "gt": np.greater, "lt": np.less}
+  if name not in ops:
+    raise NotImplementedError(f"select_prim {name} is not supported")
+  return ops[name]
+
+
+def _select(operand, win, select_prim, extra=None, outer=None):
+  """Per window: the offset index chosen by ``select(selected, candidate)`` (keep the
+  selected element while it holds, as XLA's SelectAndScatter does), whether any element
+  was seen, and (optionally) the value of ``extra`` at the chosen position.  Window
+  elements are visited in row-major order, optionally with dimension ``outer`` moved
+  outermost (the visiting order decides ties and NaNs)."""
+  keep = _selector(select_prim)
+  xp = win.layout(_up(operand), np.zeros((), _up(operand).dtype)[()])
+  ep = win.layout(extra, np.zeros((), extra.dtype)[()]) if extra is not None else None
+  mask = win.mask()
+  sel_val = np.zeros(win.out_shape, xp.dtype)
+  sel_k = np.full(win.out_shape, -1, np.int64)
+  sel_e = np.zeros(win.out_shape, extra.dtype) if extra is not None else None
+  have = np.zeros(win.out_shape, np.bool_)
+  for k, sl in enumerate(win.slices(outer)):
+    m = mask[sl]
+    cand = xp[sl]
+    take = m & (~have | ~keep(sel_val, cand))
+    sel_val = np.where(take, cand, sel_val)
+    sel_k = np.where(take, k, sel_k)
+    if extra is not None:
+      sel_e = np.where(take, ep[sl], sel_e)
+    have |= m
+  return sel_k, have, sel_e
+
+
+@register("select_and_scatter_add")
+def _select_and_scatter_add(source, operand, *, select_prim, window_dimensions,
+                            window_strides, padding):
+  win = _Windows(operand.shape, window_dimensions, window_strides, padding)
+  if 0 in win.out_shape or operand.size == 0:
+    return np.zeros(operand.shape, source.dtype)
+  sel_k, have, _ = _select(operand, win, select_prim)
+  src = _up(source)
+  acc = np.zeros(win.padded, src.dtype)
+  for k, sl in enumerate(win.slices()):
+    hit = have & (sel_k == k)
+    if hit.any():
+      acc[sl] += np.where(hit, src, np.zeros((), src.dtype))
+  return win.scatter_back(acc)
+
+
+@register("select_and_gather_add")
+def _select_and_gather_add(tangents, operand, *, select_prim, window_dimensions,
+                           window_strides, padding, base_dilation, window_dilation):
+  win = _Windows(operand.shape, window_dimensions, window_strides, padding, base_dilation,
+                 window_dilation)
+  if 0 in win.out_shape or operand.size == 0:
+    return np.zeros(win.out_shape, tangents.dtype)
+  # JAX on CPU visits a window with its last padded dimension outermost (measured), which
+  # decides which tangent a tie or NaN selects.
+  padded = [i for i, p in enumerate(win.pads) if tuple(p) != (0, 0)]
+  outer = padded[-1] if padded else None
+  _, have, sel_t = _select(operand, win, select_prim, extra=tangents, outer=outer)
+  return np.where(have, sel_t, np.zeros((), tangents.dtype))
