@@ -1,0 +1,226 @@
+"""Eager NumPy implementations of the contraction primitives: dot_general and
+conv_general_dilated.
+
+Both reduce to (batched) ``np.matmul`` so floating-point work goes to BLAS:
+dot_general transposes the operands to (batch, free, contracting) and
+(batch, contracting, free); convolution builds an im2col matrix (one strided block copy
+per kernel offset) from the dilated, padded input and multiplies it per group.
+
+Compute types (XLA's semantics): half and 8-bit floats are computed in float32;
+integer and bool contractions are exact modulo 2**64 and then wrap to the output type
+(small integer types go through float64 BLAS when that is exact); a float result
+requested as an integer type (``preferred_element_type``) converts with saturation.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pyjax._src.backends.cpu.registry import impls, register
+
+_f32 = np.dtype(np.float32)
+_f64 = np.dtype(np.float64)
+_c64 = np.dtype(np.complex64)
+_c128 = np.dtype(np.complex128)
+_i64 = np.dtype(np.int64)
+
+
+def _kind(d):
+  """'c', 'f' or 'i' (bool counts as integer); ml_dtypes floats are 'f'."""
+  k = d.kind
+  if k == "c":
+    return "c"
+  if k == "f" or k == "V":
+    return "f"
+  if k in "iub":
+    return "i"
+  return "f"  # ml_dtypes custom floats report kind 'V' or similar
+
+
+_compute_dtype_cache = {}
+
+
+def _compute_dtype(d1, d2, pref):
+  key = (d1, d2, pref)
+  ct = _compute_dtype_cache.get(key)
+  if ct is None:
+    kinds = {_kind(d1), _kind(d2)}
+    wide = _f64 in (d1, d2) or _c128 in (d1, d2) or (pref is not None and pref in (_f64, _c128))
+    if "c" in kinds:
+      ct = _c128 if wide else _c64
+    elif "f" in kinds:
+      ct = _f64 if wide else _f32
+    else:
+      ct = _i64
+    _compute_dtype_cache[key] = ct
+  return ct
+
+
+def _int_work_dtype(a, b, k):
+  """float64 when every partial sum of an int/bool product is exactly representable
+  (so BLAS can be used), else int64 (exact, wrapping mod 2**64)."""
+  if a.size and b.size and a.dtype.itemsize <= 2 and b.dtype.itemsize <= 2:
+    amax = max(abs(int(a.min())), abs(int(a.max())))
+    bmax = max(abs(int(b.min())), abs(int(b.max())))
+    if amax * bmax * max(k, 1) < 2 ** 53:
+      return _f64
+  return _i64
+
+
+def _int_matmul(a, b):
+  """Exact integer matmul of int/bool arrays shaped (..., m, k) and (..., k, n)."""
+  work = _int_work_dtype(a, b, a.shape[-1])
+  out = np.matmul(a.astype(work, copy=False), b.astype(work, copy=False))
+  return out if work == _i64 else out.astype(_i64)
+
+
+def _matmul(a, b, ct):
+  if ct == _i64:
+    return _int_matmul(a, b)
+  return np.matmul(a.astype(ct, copy=False), b.astype(ct, copy=False))
+
+
+def _finish(out, pref):
+  """Convert the computed result to ``preferred_element_type`` with XLA's conversion
+  semantics (saturating float->int, real part of complex); otherwise leave the cast
+  to the dispatcher (integer wrap-around, nonzero -> True)."""
+  if pref is None:
+    return out
+  pref = np.dtype(pref)
+  if out.dtype == pref:
+    return out
+  if out.dtype.kind in "fc" and pref.kind in "iuc" or (out.dtype.kind == "c" and pref.kind != "c"):
+    return impls["convert_element_type"](out, new_dtype=pref)
+  return out
+
+
+# --- dot_general -------------------------------------------------------------------------
+@register("dot_general")
+def _dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                 preferred_element_type=None, out_sharding=None):
+  (lc, rc), (lb, rb) = dimension_numbers
+  ct = _compute_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  # fast path: plain matrix/vector products
+  if not lb and len(lc) == 1 and rc == (0,) and lc[0] == lhs.ndim - 1 and lhs.ndim <= 2 \
+      and rhs.ndim <= 2:
+    if lhs.ndim == 1 or rhs.ndim == 1:
+      a = lhs if lhs.ndim == 2 else lhs[None, :]
+      b = rhs if rhs.ndim == 2 else rhs[:, None]
+      out = _matmul(a, b, ct)
+      out = out.reshape(lhs.shape[:-1] + rhs.shape[1:])
+    else:
+      out = _matmul(lhs, rhs, ct)
+    return _finish(out, preferred_element_type)
+  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
+  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
+  bshape = tuple(lhs.shape[i] for i in lb)
+  lfs = tuple(lhs.shape[i] for i in lf)
+  rfs = tuple(rhs.shape[i] for i in rf)
+  ksize = math.prod(lhs.shape[i] for i in lc)
+  a = np.transpose(lhs, list(lb) + lf + list(lc))
+  b = np.transpose(rhs, list(rb) + list(rc) + rf)
+  nb, m, n = math.prod(bshape), math.prod(lfs), math.prod(rfs)
+  if lb:
+    a = a.reshape(nb, m, ksize)
+    b = b.reshape(nb, ksize, n)
+  else:
+    a = a.reshape(m, ksize)
+    b = b.reshape(ksize, n)
+  out = _matmul(a, b, ct)
+  return _finish(out.reshape(bshape + lfs + rfs), preferred_element_type)
+
+
+def _grouped_matmul(kern, cols, ct):
+  """(G, m, k) x (G, N, k, n) -> (G, N, m, n).  NumPy's matmul does not use BLAS for
+  broadcast batch dimensions, so loop over 2-D products (or materialize the kernel for
+  many small products)."""
+  g, nb = cols.shape[:2]
+  m, n = kern.shape[1], cols.shape[-1]
+  work = _int_work_dtype(kern, cols, kern.shape[-1]) if ct == _i64 else ct
+  kern = kern.astype(work, copy=False)
+  cols = cols.astype(work, copy=False)
+  if g * nb > 64:
+    kb = np.ascontiguousarray(np.broadcast_to(kern[:, None], (g, nb) + kern.shape[1:]))
+    out = np.matmul(kb.reshape((g * nb,) + kern.shape[1:]),
+                    cols.reshape((g * nb,) + cols.shape[2:])).reshape(g, nb, m, n)
+  else:
+    out = np.empty((g, nb, m, n), work)
+    for i in range(g):
+      for j in range(nb):
+        np.matmul(kern[i], cols[i, j], out=out[i, j])
+  return out.astype(ct, copy=False)
+
+
+# --- conv_general_dilated ----------------------------------------------------------------
+def _dilate_pad(x, dilation, padding, axes):
+  """lax.pad semantics along ``axes``: insert ``d - 1`` zeros between elements, then add
+  ``lo``/``hi`` zeros (negative values crop), in one allocation and one copy."""
+  if all(d == 1 for d in dilation) and all(lo == 0 and hi == 0 for lo, hi in padding):
+    return x
+  shape = list(x.shape)
+  src = [slice(None)] * x.ndim
+  dst = [slice(None)] * x.ndim
+  for ax, d, (lo, hi) in zip(axes, dilation, padding):
+    s = x.shape[ax]
+    dil = 0 if s == 0 else (s - 1) * d + 1
+    new = max(dil + lo + hi, 0)
+    shape[ax] = new
+    # kept dilated positions: [max(-lo, 0), dil - max(-hi, 0)); sources sit at i * d
+    start = max(-lo, 0)
+    stop = min(dil - max(-hi, 0), new - lo)
+    i0 = -(-start // d)
+    i1 = (stop - 1) // d + 1 if stop > 0 else 0
+    if i1 <= i0:
+      src[ax] = slice(0, 0)
+      dst[ax] = slice(0, 0)
+    else:
+      src[ax] = slice(i0, i1)
+      first = i0 * d + lo
+      dst[ax] = slice(first, first + (i1 - i0 - 1) * d + 1, d)
+  out = np.zeros(shape, x.dtype)
+  out[tuple(dst)] = x[tuple(src)]
+  return out
+
+
+@register("conv_general_dilated")
+def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                          dimension_numbers, feature_group_count=1, batch_group_count=1,
+                          precision=None, preferred_element_type=None, out_sharding=None):
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  ct = _compute_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  x = np.transpose(lhs, lhs_spec)          # (N, C, *spatial)
+  w = np.transpose(rhs, rhs_spec)          # (O, I, *kernel)
+  if ct != _i64:                           # integers stay narrow for _int_matmul
+    x = x.astype(ct, copy=False)
+    w = w.astype(ct, copy=False)
+  nsp = x.ndim - 2
+  sp_axes = tuple(range(2, 2 + nsp))
+  x = _dilate_pad(x, lhs_dilation, padding, sp_axes)
+  ksz = w.shape[2:]
+  eff = tuple(0 if k == 0 else (k - 1) * d + 1 for k, d in zip(ksz, rhs_dilation))
+  osp = tuple(max((p - e) // s + 1, 0) if p >= e else 0
+              for p, e, s in zip(x.shape[2:], eff, window_strides))
+  n, c = x.shape[:2]
+  o = w.shape[0]
+  G, B = feature_group_count, batch_group_count
+  nout = n // B
+  if 0 in osp or nout == 0 or o == 0 or c == 0 or 0 in ksz:
+    res = np.zeros((nout, o) + osp, ct)
+  else:
+    cg, og, kp, op = c // G, o // (G * B), math.prod(ksz), math.prod(osp)
+    # im2col laid out (B*G, Nb, Cg, *ksz, *osp): one strided block copy per kernel offset,
+    # then one matmul per group and batch element: (Og, Cg*K) @ (Cg*K, P) -> NC... order
+    xg = x.reshape((B, nout, G, cg) + x.shape[2:]).swapaxes(1, 2)
+    cols = np.empty((B, G, nout, cg) + ksz + osp, x.dtype)
+    head = (slice(None),) * 4
+    per_axis = [[slice(k * d, k * d + (q - 1) * st + 1, st) for k in range(kn)]
+                for kn, d, q, st in zip(ksz, rhs_dilation, osp, window_strides)]
+    for kk in np.ndindex(*ksz):
+      cols[head + kk] = xg[(Ellipsis,) + tuple(per_axis[a][k] for a, k in enumerate(kk))]
+    cols = cols.reshape(B * G, nout, cg * kp, op)
+    kern = w.reshape(B * G, og, cg * kp)
+    res = _grouped_matmul(kern, cols, ct)  # (B*G, Nb, Og, P)
+    res = res.swapaxes(0, 1).reshape((nout, o) + osp)
+  out = np.transpose(res, np.argsort(out_spec))
+  return _finish(out, preferred_element_type)
