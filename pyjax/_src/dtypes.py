@@ -388,19 +388,24 @@ def promote_types(a, b):
   return out
 
 
+_int_to_inexact = {bool_: float32, int8: float32, uint8: float32, int16: float32,
+                   uint16: float32, int32: float32, uint32: float32, int64: float64,
+                   uint64: float64, int4: float32, uint4: float32}
+
+
 def to_inexact_dtype(d):
-  """Promote an integer/bool dtype to the default float (for functions like sqrt)."""
+  """The inexact dtype JAX moves an integer/bool dtype to (e.g. for jnp.sqrt): 8-32 bit
+  integers and bool go to float32, 64-bit ones to float64; then x64 canonicalization."""
   if d in _float_set or d in _complex_set:
     return d
-  return default_float_dtype()
+  return canonicalize_dtype(_int_to_inexact.get(d, float32))
 
 
 def to_complex_dtype(d):
   if d in _complex_set:
     return d
-  if d == float64:
-    return complex128
-  return complex128 if (_config.x64_enabled and d in (int64, uint64)) else complex64
+  f = to_inexact_dtype(d)
+  return canonicalize_dtype(complex128 if f == float64 else complex64)
 
 
 def finfo(d):

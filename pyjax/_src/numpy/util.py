@@ -193,12 +193,12 @@ def promote_args_numeric(fun_name, *args):
 
 
 def canonicalize_axis(axis, ndim):
+  """Normalize a possibly negative axis; JAX's ValueError when out of range."""
   import operator
   try:
     axis = operator.index(axis)
   except TypeError:
     raise TypeError(f"axis must be an integer, got {axis!r}") from None
-  if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-    from numpy.exceptions import AxisError
-    raise AxisError(axis, ndim) if ndim else AxisError(f"axis {axis} is out of bounds for array of dimension 0")
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
   return axis + ndim if axis < 0 else axis

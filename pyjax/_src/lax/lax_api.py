@@ -1,0 +1,15 @@
+"""Every public lax function by its JAX name, gathered from the family modules.
+
+``pyjax.lax`` re-exports this module; library code (jax.numpy, jax.scipy) imports it as
+``from pyjax._src.lax import lax_api as lax`` to call lax functions by their JAX names.
+"""
+from pyjax._src.lax.elementwise import *  # noqa: F401,F403
+from pyjax._src.lax.shapes import *  # noqa: F401,F403
+from pyjax._src.lax.slicing import *  # noqa: F401,F403
+from pyjax._src.lax.reductions import *  # noqa: F401,F403
+from pyjax._src.lax.windowed import *  # noqa: F401,F403
+from pyjax._src.lax.dot import *  # noqa: F401,F403
+from pyjax._src.lax.convolution import *  # noqa: F401,F403
+from pyjax._src.lax.sorting import *  # noqa: F401,F403
+from pyjax._src.lax.shapes import zeros_like_array  # noqa: F401  (internal, not in jax.lax)
+from pyjax._src.lax.elementwise import _convert_element_type  # noqa: F401

@@ -1,0 +1,3 @@
+"""pyjax.scipy.signal (thin re-exports of pyjax._src.scipy.signal)."""
+from pyjax._src.scipy.signal import (  # noqa: F401
+    convolve, correlate, convolve2d, correlate2d)
