@@ -150,7 +150,7 @@ def to_numpy_dtype(dtype):
   try:
     return np.dtype(dtype)
   except TypeError as e:
-    raise TypeError(f"Cannot interpret '{dtype!r}' as a data type") from e
+    raise TypeError(f"data type {dtype!r} not understood") from e
 
 
 _by_name = {d.name: d for d in all_dtypes}

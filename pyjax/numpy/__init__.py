@@ -8,6 +8,7 @@ from pyjax._src.numpy.linalg_ops import *  # noqa: F401,F403
 from pyjax._src.numpy.sorting import *  # noqa: F401,F403
 from pyjax._src.numpy.indexing import *  # noqa: F401,F403
 from pyjax._src.numpy.dtypes_api import *  # noqa: F401,F403
+from pyjax._src.numpy.constants import *  # noqa: F401,F403
 from pyjax._src.numpy import array_methods as _array_methods  # attaches operators/methods
 
 _array_methods.install()

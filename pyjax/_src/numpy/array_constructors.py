@@ -104,7 +104,9 @@ def _array(obj, d):
     return _from_python_scalar(bool(obj) if isinstance(obj, bool) else
                                complex(obj) if isinstance(obj, complex) else
                                float(obj) if isinstance(obj, float) else int(obj), d)
-  if obj is None or isinstance(obj, str):
+  if obj is None:
+    raise ValueError("None is not a valid value for jnp.array")
+  if isinstance(obj, str):
     raise TypeError(f"Unexpected input type for array: {type(obj)}")
   # buffer protocol / __array__ objects
   try:

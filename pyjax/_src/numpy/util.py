@@ -39,25 +39,33 @@ def promote_dtypes(*args):
     return [asarray_weak(x) for x in args]
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
-  return [_cast(x, a, to_dtype, weak) for x, a in zip(args, avals)]
+  return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
 
 
-def _cast(x, aval, to_dtype, weak):
+def _cast(x, aval, to_dtype, weak, position=0):
   t = type(x)
   if t in _scalar_types or isinstance(x, (np.ndarray, np.generic)):
-    return constant(x, to_dtype, weak)
+    return constant(x, to_dtype, weak, position)
   if aval.dtype == to_dtype and aval.weak_type == weak:
     return x
   return lax_e._convert_element_type(x, to_dtype, weak)
 
 
-def constant(x, to_dtype, weak=False):
+_arg_names = ("x", "y")
+
+
+def constant(x, to_dtype, weak=False, position=0):
   """A Python/NumPy constant as a concrete Array of ``to_dtype`` (converted now, so a
-  traced program sees a literal or constant, not a conversion)."""
-  if type(x) is int and to_dtype.kind in "iu":
-    info = np.iinfo(to_dtype)
+  traced program sees a literal or constant, not a conversion).  Python ints must fit the
+  default integer type (JAX's OverflowError); inside that range they wrap like C casts."""
+  if type(x) is int:
+    info = np.iinfo(dtypes.default_int_dtype())
     if not info.min <= x <= info.max:
-      raise OverflowError(f"Python int {x} too large to convert to {to_dtype.name}")
+      path = _arg_names[position] if position < 2 else f"args[{position}]"
+      raise OverflowError("An overflow was encountered while parsing an argument to a jitted "
+                          f"computation, whose argument path is {path}. Got <class 'int'> "
+                          f"with value {x}")
+    x = np.int64(x)
   if to_dtype == dtypes.bool_:
     buf = np.asarray(np.asarray(x) != 0)
   else:
@@ -80,7 +88,7 @@ def promote_dtypes_inexact(*args):
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
   to_dtype = dtypes.canonicalize_dtype(dtypes.to_inexact_dtype(to_dtype))
-  return [_cast(x, a, to_dtype, weak) for x, a in zip(args, avals)]
+  return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
 
 
 def promote_dtypes_numeric(*args):
@@ -88,14 +96,14 @@ def promote_dtypes_numeric(*args):
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
   if to_dtype == dtypes.bool_:
     to_dtype = dtypes.default_int_dtype()
-  return [_cast(x, a, to_dtype, weak) for x, a in zip(args, avals)]
+  return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
 
 
 def promote_dtypes_complex(*args):
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
   to_dtype = dtypes.canonicalize_dtype(dtypes.to_complex_dtype(dtypes.to_inexact_dtype(to_dtype)))
-  return [_cast(x, a, to_dtype, weak) for x, a in zip(args, avals)]
+  return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
 
 
 def promote_shapes(fun_name, *args):
