@@ -10,6 +10,8 @@ from pyjax._src import core as _core  # noqa: F401
 from pyjax._src.api_device import (  # noqa: F401
     device_put, device_get, block_until_ready, device_put_replicated)
 from pyjax._src.runtime.devices import Device  # noqa: F401
+from pyjax._src.api import (  # noqa: F401
+    jit, make_jaxpr, eval_shape, ShapeDtypeStruct, disable_jit, ensure_compile_time_eval)
 from pyjax import dtypes, errors  # noqa: F401
 from pyjax import numpy, lax  # noqa: F401
 from pyjax import tree_util, tree  # noqa: F401

@@ -11,8 +11,12 @@ binding primitives again with its parent made current.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
+import os
+import re
+import sys
 import threading
 
 import numpy as np
@@ -52,6 +56,7 @@ class Primitive:
   multiple_results = False
   impl = None              # Python-level eager rule (higher-order primitives); else backend
   arg_names = None         # names for error messages ("argument x of add")
+  eqn_printer = None       # optional (eqn, name context) -> ordered (param, value) pairs
 
   def __init__(self, name):
     self.name = name
@@ -191,14 +196,19 @@ class Tracer(Array):
   def __bool__(self):
     raise errors.TracerBoolConversionError(self, self._context())
 
+  def _conversion_context(self, fun):
+    return (f"The problem arose with the `{fun}` function. If trying to convert the data type "
+            f"of a value, try using `x.astype({fun})` or `jnp.array(x, {fun})` instead.\n"
+            + self._context())
+
   def __int__(self):
-    raise errors.ConcretizationTypeError(self, "The problem arose with the `int` function. " + self._context())
+    raise errors.ConcretizationTypeError(self, self._conversion_context("int"))
 
   def __float__(self):
-    raise errors.ConcretizationTypeError(self, "The problem arose with the `float` function. " + self._context())
+    raise errors.ConcretizationTypeError(self, self._conversion_context("float"))
 
   def __complex__(self):
-    raise errors.ConcretizationTypeError(self, "The problem arose with the `complex` function. " + self._context())
+    raise errors.ConcretizationTypeError(self, self._conversion_context("complex"))
 
   def __index__(self):
     raise errors.TracerIntegerConversionError(self, self._context())
@@ -207,10 +217,13 @@ class Tracer(Array):
     raise errors.TracerArrayConversionError(self)
 
   def item(self, *args):
-    raise errors.ConcretizationTypeError(self, "The problem arose with the `item` method. " + self._context())
+    raise errors.ConcretizationTypeError(
+        self, "This occurred in the item() method of jax.Array\n" + self._context())
 
   def tolist(self):
-    raise errors.ConcretizationTypeError(self, "The problem arose with the `tolist` method. " + self._context())
+    raise errors.ConcretizationTypeError(
+        self, "The tolist() method was called on traced array with shape "
+        f"{self.aval.str_short(short_dtypes=False)}.\n" + self._context())
 
   def block_until_ready(self):
     return self
@@ -263,13 +276,9 @@ class Literal:
 
 
 def _format_literal(v):
-  if isinstance(v, (np.ndarray, np.generic)):
-    v = v.item() if np.ndim(v) == 0 else v
-  if isinstance(v, bool):
-    return str(v)
-  if isinstance(v, float):
-    return repr(v)
-  return str(v)
+  if np.shape(v):
+    return "[...]"
+  return str(np.asarray(v).item())
 
 
 class JaxprEqn:
@@ -289,11 +298,11 @@ class JaxprEqn:
     return JaxprEqn(**d)
 
   def __repr__(self):
-    return pp_eqn(self, _NameContext()).strip()
+    return pp_eqn(self)
 
 
 class Jaxpr:
-  __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info")
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "effects", "debug_info", "__weakref__")
 
   def __init__(self, constvars, invars, outvars, eqns, effects=frozenset(), debug_info=None):
     self.constvars = list(constvars)
@@ -314,15 +323,15 @@ class Jaxpr:
   def __str__(self):
     return pp_jaxpr(self)
 
-  def pretty_print(self, **kw):
-    return pp_jaxpr(self)
+  def pretty_print(self, width=80, **kw):
+    return pp_jaxpr(self, width)
 
   __repr__ = __str__
 
 
 class ClosedJaxpr:
   """A jaxpr with values for its constvars."""
-  __slots__ = ("jaxpr", "consts")
+  __slots__ = ("jaxpr", "consts", "__weakref__")
 
   def __init__(self, jaxpr, consts):
     self.jaxpr = jaxpr
@@ -351,14 +360,92 @@ class ClosedJaxpr:
   def __str__(self):
     return pp_jaxpr(self.jaxpr)
 
-  def pretty_print(self, **kw):
-    return pp_jaxpr(self.jaxpr)
+  def pretty_print(self, width=80, **kw):
+    return pp_jaxpr(self.jaxpr, width)
 
   __repr__ = __str__
 
 
 # --- printing (JAX's text format) -------------------------------------------------------
+# A small Wadler-style document printer (as JAX's): a *group* is laid out flat (its breaks
+# print as their text) when all of it fits in the rest of the line, else its breaks become
+# newlines indented by the enclosing nests.  Documents are tuples:
+#   (_TEXT, s)  (_BRK, s)  (_CONCAT, docs)  (_NEST, n, doc)  (_GROUP, doc)
 _PP_WIDTH = 80
+_TEXT, _BRK, _CONCAT, _NEST, _GROUP = range(5)
+_NIL = (_TEXT, "")
+
+
+def _text(s):
+  return (_TEXT, s)
+
+
+def _brk(s=" "):
+  return (_BRK, s)
+
+
+def _concat(*docs):
+  return (_CONCAT, docs)
+
+
+def _nest(n, doc):
+  return (_NEST, n, doc)
+
+
+def _group(doc):
+  return (_GROUP, doc)
+
+
+def _join(sep, docs):
+  out = []
+  for d in docs:
+    if out:
+      out.append(sep)
+    out.append(d)
+  return (_CONCAT, tuple(out))
+
+
+def _fits(doc, width):
+  stack = [doc]
+  while stack:
+    d = stack.pop()
+    t = d[0]
+    if t == _TEXT or t == _BRK:
+      width -= len(d[1])
+      if width < 0:
+        return False
+    elif t == _CONCAT:
+      stack.extend(d[1])
+    elif t == _NEST:
+      stack.append(d[2])
+    else:
+      stack.append(d[1])
+  return True
+
+
+def format_doc(doc, width=_PP_WIDTH):
+  """Lay out a document in ``width`` columns."""
+  out = []
+  col = 0
+  agenda = [(0, False, doc)]
+  while agenda:
+    indent, flat, d = agenda.pop()
+    t = d[0]
+    if t == _TEXT or (t == _BRK and flat):
+      s = d[1]
+      out.append(s)
+      nl = s.rfind("\n")
+      col = col + len(s) if nl < 0 else len(s) - nl - 1
+    elif t == _BRK:
+      out.append("\n" + " " * indent)
+      col = indent
+    elif t == _CONCAT:
+      agenda.extend([(indent, flat, c) for c in reversed(d[1])])
+    elif t == _NEST:
+      agenda.append((indent + d[1], flat, d[2]))
+    else:
+      agenda.append((indent, flat or _fits(d[1], width - col), d[1]))
+  return "".join(out)
 
 
 def _encode_name(n):
@@ -371,76 +458,204 @@ def _encode_name(n):
 
 
 class _NameContext:
-  def __init__(self):
-    self.names = {}
+  """Variable names shared by a jaxpr and every jaxpr nested in it (as JAX names them:
+  one sequence a, b, ..., z, ba, ... for all of them; names of shared jaxprs are
+  skipped)."""
 
-  def name(self, v):
-    if isinstance(v, Literal):
-      return repr(v)
+  def __init__(self, var_names=None):
+    self.names = dict(var_names) if var_names else {}
+    self.shared_jaxprs = {}     # Jaxpr -> name, for jaxprs printed once at the top
+    self.shared_names = set()
+    self._count = 0
+
+  def _fresh(self):
+    while True:
+      n = _encode_name(self._count)
+      self._count += 1
+      if n not in self.shared_names:
+        return n
+
+  def var_name(self, v):
     if isinstance(v, DropVar):
       return "_"
     n = self.names.get(v)
     if n is None:
-      n = self.names[v] = _encode_name(len(self.names))
+      n = self.names[v] = self._fresh()
     return n
 
+  def name(self, v):
+    if type(v) is Literal:
+      return repr(v)
+    return self.var_name(v)
+
   def binder(self, v):
-    if isinstance(v, DropVar):
-      return f"_:{v.aval.str_short()}"
-    return f"{self.name(v)}:{v.aval.str_short()}"
+    return f"{self.var_name(v)}:{v.aval.str_short()}"
+
+  def suggest_same_var_names(self, for_vars, like_vars):
+    """Name each of ``for_vars`` (an inner jaxpr's binders) like the outer atom it is
+    bound to, when that is a variable not already used for an earlier one."""
+    if len(for_vars) != len(like_vars):
+      return
+    used = set()
+    for f, like in zip(for_vars, like_vars):
+      if isinstance(like, Var) and like not in used and isinstance(f, Var) and f not in self.names:
+        used.add(like)
+        self.names[f] = self.var_name(like)
 
 
-def _format_param(v, ctx, indent):
-  if isinstance(v, (Jaxpr, ClosedJaxpr)):
-    j = v.jaxpr if isinstance(v, ClosedJaxpr) else v
-    return pp_jaxpr(j, ctx, indent)
+_ADDRESS = re.compile(r" at 0x([0-9a-fA-F]+)")
+
+
+def _format_param(v):
   if isinstance(v, np.dtype):
     return v.name
   if isinstance(v, type) and issubclass(v, np.generic):
     return np.dtype(v).name
-  if isinstance(v, tuple) and v and all(isinstance(e, (Jaxpr, ClosedJaxpr)) for e in v):
-    return "(\n" + "".join(" " * (indent + 2) + _format_param(e, ctx, indent + 2) + "\n" for e in v) + " " * indent + ")"
-  return str(v) if not isinstance(v, str) else v
+  if isinstance(v, frozenset):
+    return f"frozenset({{{', '.join(repr(e) for e in sorted(v))}}})"
+  s = v if isinstance(v, str) else str(v)
+  return _ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), s)
 
 
-def pp_eqn(eqn, ctx, indent=4):
-  lhs = " ".join(ctx.binder(v) for v in eqn.outvars)
-  rhs_args = " ".join(ctx.name(v) for v in eqn.invars)
+def _is_jaxprs(v):
+  return type(v) is tuple and all(isinstance(e, (Jaxpr, ClosedJaxpr)) for e in v)
+
+
+def _pp_param(v, ctx):
+  if isinstance(v, (Jaxpr, ClosedJaxpr)):
+    return _pp_jaxpr(v.jaxpr if isinstance(v, ClosedJaxpr) else v, ctx)
+  if _is_jaxprs(v):
+    docs = [_pp_jaxpr(e.jaxpr if isinstance(e, ClosedJaxpr) else e, ctx) for e in v]
+    return _group(_concat(_nest(2, _concat(_text("("), _brk(""), _join(_brk(), docs))),
+                          _brk(""), _text(")")))
+  return _text(_format_param(v))
+
+
+def _pp_vars(vs, ctx, binders=False, sep=""):
+  items = [_text(ctx.binder(v) if binders else ctx.name(v)) for v in vs]
+  return _nest(2, _group(_join(_concat(_text(sep), _group(_brk())), items)))
+
+
+def _eqn_param_items(eqn, ctx):
+  """(name, value) pairs to print, in order.  A primitive may set ``eqn_printer(eqn,
+  ctx)`` (ordered pairs; it may also suggest variable names to ``ctx``) or
+  ``param_printer(params)`` (a dict, printed sorted by name)."""
+  prim = eqn.primitive
+  rule = getattr(prim, "eqn_printer", None)
+  if rule is not None:
+    return list(rule(eqn, ctx))
   params = eqn.params
-  printer = eqn.primitive.param_printer
+  printer = prim.param_printer
   if printer is not None:
     params = printer(params)
-  items = [(k, params[k]) for k in sorted(params)]
-  pad = " " * indent
-  if not items:
-    return f"{pad}{lhs} = {eqn.primitive.name} {rhs_args}"
-  inner = [f"{k}={_format_param(v, ctx, indent + 2)}" for k, v in items]
-  head = f"{pad}{lhs} = {eqn.primitive.name}[{' '.join(inner)}]"
-  # JAX keeps params on one line when the closing bracket fits in 80 columns
-  if len(head) <= _PP_WIDTH and "\n" not in head:
-    return f"{head} {rhs_args}"
-  body = "".join(f"{pad}  {p}\n" for p in inner)
-  return f"{pad}{lhs} = {eqn.primitive.name}[\n{body}{pad}] {rhs_args}"
+  return [(k, params[k]) for k in sorted(params)]
 
 
-def pp_jaxpr(jaxpr, ctx=None, indent=0):
-  """JAX's text format.  A jaxpr with at most one equation that fits in 80 columns is
-  printed on one line; otherwise one equation per line."""
-  ctx = ctx or _NameContext()
-  consts = " ".join(ctx.binder(v) for v in jaxpr.constvars)
-  ins = " ".join(ctx.binder(v) for v in jaxpr.invars)
-  head = "{ lambda " + (consts + "; " if consts else "; ") + ins + ". let"
-  eqn_lines = [pp_eqn(e, ctx, indent + 4) for e in jaxpr.eqns]
-  outs = ", ".join(ctx.name(v) for v in jaxpr.outvars)
-  if len(jaxpr.outvars) == 1:
-    outs += ","
-  tail = f"in ({outs}) }}"
-  if len(eqn_lines) <= 1:
-    body = eqn_lines[0].strip() if eqn_lines else ""
-    one = f"{head} {body} {tail}"
-    if "\n" not in one and len(one) + indent <= _PP_WIDTH:
-      return one
-  return "\n".join([head, *eqn_lines, " " * (indent + 2) + tail])
+def _pp_eqn(eqn, ctx):
+  items = _eqn_param_items(eqn, ctx)
+  lhs = _pp_vars(eqn.outvars, ctx, binders=True)   # named before the params (as JAX)
+  if items:
+    kv = [_concat(_text(f"{k}="), _pp_param(v, ctx)) for k, v in items]
+    params = _group(_concat(_nest(2, _concat(_text("["), _brk(""), _join(_brk(), kv))),
+                            _brk(""), _text("]")))
+  else:
+    params = _NIL
+  rhs = _concat(_text(eqn.primitive.name), params, _text(" "), _pp_vars(eqn.invars, ctx))
+  if eqn.outvars:
+    return _concat(lhs, _text(" = "), rhs)
+  return rhs
+
+
+def _pp_jaxpr_skeleton(jaxpr, ctx):
+  consts = _pp_vars(jaxpr.constvars, ctx, binders=True)
+  ins = _pp_vars(jaxpr.invars, ctx, binders=True)
+  eqns = _join(_brk("; "), [_pp_eqn(e, ctx) for e in jaxpr.eqns])
+  outs = _concat(_text("("), _pp_vars(jaxpr.outvars, ctx, sep=","),
+                 _text(",)" if len(jaxpr.outvars) == 1 else ")"))
+  return _group(_concat(
+      _nest(2, _concat(_text("{ lambda "), consts, _text("; "), ins, _text(". let"),
+                       _nest(2, _concat(_brk(), eqns)), _brk(), _text("in "), outs)),
+      _text(" }")))
+
+
+def _pp_jaxpr(jaxpr, ctx):
+  name = ctx.shared_jaxprs.get(jaxpr)
+  if name is not None:
+    return _text(name)
+  return _pp_jaxpr_skeleton(jaxpr, ctx)
+
+
+def _jaxprs_in_params(params):
+  for v in params.values():
+    for e in (v if type(v) is tuple else (v,)):
+      if isinstance(e, Jaxpr):
+        yield e
+      elif isinstance(e, ClosedJaxpr):
+        yield e.jaxpr
+
+
+def _unused_outvar_names(jaxpr):
+  """Equation outputs nobody reads print as ``_`` (top-level jaxpr only, as JAX)."""
+  names = {}
+  used = {v for v in jaxpr.outvars if isinstance(v, Var)}
+  for eqn in reversed(jaxpr.eqns):
+    for v in eqn.outvars:
+      if v not in used:
+        names[v] = "_"
+    used.update(v for v in eqn.invars if isinstance(v, Var))
+  return names
+
+
+def pp_toplevel_doc(jaxpr):
+  """The document of a top-level jaxpr: jaxprs nested more than once (or nested with more
+  than 10 equations) are printed first as ``let name = { ... } in`` and referred to by
+  name, as JAX does."""
+  ctx = _NameContext(_unused_outvar_names(jaxpr))
+  counts = {}
+  names = {}
+  queue = collections.deque([jaxpr])
+  while queue:
+    j = queue.popleft()
+    counts[j] = counts.get(j, 0) + 1
+    if j is not jaxpr and len(j.eqns) > 10:
+      counts[j] += 1
+    for eqn in j.eqns:
+      name = eqn.params.get("name")
+      subs = list(_jaxprs_in_params(eqn.params))
+      queue.extend(subs)
+      if isinstance(name, str):
+        for sub in subs:
+          names.setdefault(sub, name.strip("<>"))
+  name_counts = collections.Counter()
+  docs = []
+  shared = []
+  for j, c in counts.items():
+    if c == 1:
+      continue
+    name = names.get(j, "jaxpr")
+    n = name_counts[name]
+    name_counts[name] += 1
+    if n > 0:
+      name += str(n)
+      name_counts[name] += 1
+    ctx.shared_names.add(name)
+    ctx.shared_jaxprs[j] = name
+    shared.append((name, j))
+  for name, j in shared:
+    docs.append(_concat(_text(f"let {name} = "), _pp_jaxpr_skeleton(j, ctx), _text(" in"), _brk()))
+  docs.append(_pp_jaxpr_skeleton(jaxpr, ctx) if jaxpr not in ctx.shared_jaxprs
+              else _pp_jaxpr(jaxpr, ctx))
+  return _concat(*docs)
+
+
+def pp_jaxpr(jaxpr, width=_PP_WIDTH):
+  """JAX's text format of a jaxpr (``str(jaxpr)``)."""
+  return format_doc(pp_toplevel_doc(jaxpr), width)
+
+
+def pp_eqn(eqn, ctx=None, width=_PP_WIDTH):
+  """One equation in JAX's text format (fresh variable names unless ``ctx`` is given)."""
+  return format_doc(_pp_eqn(eqn, ctx or _NameContext()), width)
 
 
 # --- evaluation -------------------------------------------------------------------------
@@ -535,18 +750,92 @@ class StagingInterpreter(Interpreter):
     avals = [get_aval(x) for x in args]
     out = prim.abstract_eval(*avals, **params)
     invars = [self.to_atom(x) for x in args]
+    src = user_frame()
     if prim.multiple_results:
       outvars = [Var(a) for a in out]
-      self.eqns.append(JaxprEqn(invars, outvars, prim, params))
+      self.eqns.append(JaxprEqn(invars, outvars, prim, params, source_info=src))
       return [StagingTracer(self, a, v) for a, v in zip(out, outvars)]
     v = Var(out)
-    self.eqns.append(JaxprEqn(invars, [v], prim, params))
+    self.eqns.append(JaxprEqn(invars, [v], prim, params, source_info=src))
     return StagingTracer(self, out, v)
+
+  def error_context(self, tracer):
+    """JAX's provenance text for an error on ``tracer``: the function being traced and the
+    arguments the value depends on (or the operations it came from).  Empty when the
+    interpreter has no debug info (``debug_info`` needs ``func_src_info``, ``traced_for``
+    and ``arg_names``, one per flat argument)."""
+    dbg = self.debug_info
+    src = getattr(dbg, "func_src_info", None)
+    if src is None:
+      return ""
+    origin = f"The error occurred while tracing the function {src} for {dbg.traced_for}. "
+    var = getattr(tracer, "var", None)
+    if var is None:
+      return origin
+    active = {var}
+    for eqn in reversed(self.eqns):
+      if any(v in active for v in eqn.outvars):
+        active.difference_update(eqn.outvars)
+        active.update(v for v in eqn.invars if type(v) is not Literal)
+    positions = [i for i, v in enumerate(self.invars) if v in active]
+    if positions:
+      names = dbg.arg_names
+      args = [names[i] if names is not None and i < len(names) else "unknown" for i in positions]
+      if len(args) == 1:
+        what = f"the argument {args[0]}"
+      elif len(args) == 2:
+        what = f"the arguments {args[0]} and {args[1]}"
+      else:
+        what = f"the arguments {', '.join(args[:-1])}, and {args[-1]}"
+      s = "s" if len(args) > 1 else ""
+      return origin + ("This concrete value was not available in Python because it depends "
+                       f"on the value{s} of {what}.")
+    constvars = active.intersection(self.constvars)
+    eqns = [e for e in self.eqns
+            if any(type(v) is Literal or v in constvars for v in e.invars)]
+    if not eqns:
+      return origin
+    lines = [f"  operation {pp_eqn(e)}\n    from line {summarize_source(e.source_info)}"
+             for e in eqns[:5]]
+    origin += ("This value became a tracer due to JAX operations on these lines:\n\n"
+               + "\n\n".join(lines))
+    if len(eqns) > 5:
+      origin += "\n\n(Additional originating lines are not shown.)"
+    return origin
 
   def to_jaxpr(self, outs):
     outvars = [self.to_atom(x) for x in outs]
     jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, debug_info=self.debug_info)
     return jaxpr, list(self.consts)
+
+
+_PYJAX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame():
+  """(code, lasti) of the innermost frame outside pyjax: an equation's source info."""
+  f = sys._getframe(2)
+  while f is not None and f.f_code.co_filename.startswith(_PYJAX_DIR):
+    f = f.f_back
+  return None if f is None else (f.f_code, f.f_lasti)
+
+
+def summarize_source(source_info):
+  """``file:line:column (function)`` of a source info from ``user_frame``."""
+  if source_info is None:
+    return "unknown"
+  code, lasti = source_info
+  line, col = code.co_firstlineno, None
+  try:
+    for i, pos in enumerate(code.co_positions()):
+      if i == lasti // 2:
+        line, col = pos[0], pos[2]
+        break
+  except AttributeError:  # Python < 3.11
+    pass
+  name = getattr(code, "co_qualname", code.co_name)
+  where = f"{code.co_filename}:{line}" + (f":{col}" if col else "")
+  return f"{where} ({name})"
 
 
 def raise_escaped_tracer(x):

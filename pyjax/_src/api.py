@@ -1,0 +1,1247 @@
+"""Staging transformations: ``jit``, ``make_jaxpr``, ``eval_shape``, ``ShapeDtypeStruct``,
+``disable_jit``, ``ensure_compile_time_eval`` and the ahead-of-time stages
+(``jit(f).trace(...)``, ``.lower(...)``, ``.compile()``).
+
+How a jitted call runs
+----------------------
+* Arguments are split into static ones (hashed; part of the cache key) and dynamic ones,
+  flattened into leaves (static values sit in the structure as ``tree_util.Static``
+  nodes, as in JAX), and abstracted to avals (shape, dtype, weak type).
+* The *trace cache* maps (input structure, avals, ``config.trace_state()``, jit options)
+  to a traced ``ClosedJaxpr``.  It is keyed weakly by the function, so every ``jit(f)``
+  wrapper of one ``f`` shares it and a dead function is not kept alive.  A miss traces
+  the function (Python side effects run only then).
+* Called eagerly, the jaxpr is compiled once per device by the backend
+  (``backends.cpu.executable.compile_jaxpr``) and run on the argument buffers; results
+  are committed to the device of committed inputs (or ``device=``), else uncommitted on
+  the default device.  A per-wrapper *fast path* handles the common call (positional
+  Arrays, no static arguments): one dict look-up keyed by the avals, committed devices
+  and trace state, then the executable.
+* Called under a transformation, a ``jit`` equation (``staging.jit_p``) is recorded
+  (or, for interpreters without rules for it, the jaxpr is inlined).
+
+Differences from JAX are listed in each public function's docstring.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import logging
+import operator
+import time
+import types
+import warnings
+import weakref
+
+import numpy as np
+
+from pyjax._src import core, dtypes, errors
+from pyjax._src import tree_util
+from pyjax._src.avals import ShapedArray, scalar_aval
+from pyjax._src.config import config
+from pyjax._src.interpreters import staging
+from pyjax._src.interpreters.staging import jit_p
+from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime import dispatch
+from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+
+__all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit",
+           "ensure_compile_time_eval", "Traced", "Lowered", "Compiled"]
+
+_dispatch_logger = logging.getLogger("pyjax._src.dispatch")
+_pxla_logger = logging.getLogger("pyjax._src.interpreters.pxla")
+_explain_logger = logging.getLogger("pyjax._src.interpreters.partial_eval")
+
+_Static = tree_util.Static
+_eval_interp = core.eval_interpreter
+_core_state = core._state
+_flags = config._flags
+_disable_jit_flag = _flags["jax_disable_jit"]
+_log_compiles_flag = _flags["jax_log_compiles"]
+_explain_flag = _flags["jax_explain_cache_misses"]
+_trace_state_names = tuple(config._trace_state_names)
+_trace_state_flags = tuple(_flags[n] for n in _trace_state_names)
+
+
+def _trace_state():
+  return tuple([f.value for f in _trace_state_flags])
+
+
+def _jit_disabled():
+  return _disable_jit_flag.value
+
+
+# --- ShapeDtypeStruct -------------------------------------------------------------------
+class ShapeDtypeStruct:
+  """A shape, dtype, weak type and optional sharding: an abstract argument for
+  ``eval_shape``, ``make_jaxpr``, ``jit(f).trace`` / ``.lower``, and what ``eval_shape``
+  returns.  Differs from JAX: ``manual_axis_type``, ``is_ref`` and ``format`` are
+  accepted and ignored."""
+  __slots__ = ("shape", "dtype", "sharding", "weak_type", "__weakref__")
+
+  def __init__(self, shape, dtype, *, sharding=None, weak_type=False, manual_axis_type=None,
+               is_ref=False):
+    del manual_axis_type, is_ref
+    self.shape = tuple(operator.index(d) for d in shape)
+    if dtype is None:
+      raise ValueError("ShapeDtypeStruct: dtype must be specified.")
+    self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+    if sharding is not None and isinstance(sharding, _devices.Device):
+      sharding = SingleDeviceSharding(sharding)
+    self.sharding = sharding
+    self.weak_type = bool(weak_type)
+
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+  ndim = property(lambda self: len(self.shape))
+
+  @property
+  def format(self):
+    return None
+
+  def __len__(self):
+    try:
+      return self.shape[0]
+    except IndexError as e:
+      raise TypeError("len() of unsized object") from e
+
+  def __repr__(self):
+    sh = f", sharding={self.sharding}" if self.sharding is not None else ""
+    wt = ", weak_type=True" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sh}{wt})"
+
+  __str__ = __repr__
+
+  def __eq__(self, other):
+    if not isinstance(other, ShapeDtypeStruct):
+      return False
+    return ((self.shape, self.dtype, self.sharding, self.weak_type)
+            == (other.shape, other.dtype, other.sharding, other.weak_type))
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.sharding, self.weak_type))
+
+  def update(self, **kwargs):
+    """A copy with ``shape``, ``dtype``, ``sharding`` or ``weak_type`` replaced."""
+    kw = dict(shape=self.shape, dtype=self.dtype, sharding=self.sharding,
+              weak_type=self.weak_type)
+    kw.update(kwargs)
+    return ShapeDtypeStruct(kw.pop("shape"), kw.pop("dtype"), **kw)
+
+  @property
+  def aval(self):
+    return ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
+
+def _sds_of(aval):
+  return ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+# --- abstracting arguments --------------------------------------------------------------
+def _abstractify(x, allow_abstract):
+  """The aval of an argument leaf, or None when it is not a valid JAX value."""
+  t = type(x)
+  if t is ArrayImpl:
+    return x.aval
+  if t in dtypes.python_scalar_types:
+    return scalar_aval(x)
+  if isinstance(x, core.Tracer):
+    return x.aval
+  if isinstance(x, ShapeDtypeStruct):
+    return x.aval if allow_abstract else None
+  try:
+    return core.get_aval(x)
+  except (TypeError, OverflowError):
+    pass
+  if allow_abstract and hasattr(x, "shape") and hasattr(x, "dtype"):
+    try:
+      return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype),
+                         bool(getattr(x, "weak_type", False)))
+    except TypeError:
+      return None
+  return None
+
+
+def _bad_argument(fun, leaf, path):
+  return TypeError(
+      f"Error interpreting argument to {fun!r} as an abstract array. The problematic value "
+      f"is of type {type(leaf)} and was passed to the function at path {path}.\n"
+      "This typically means that a jit-wrapped function was called with a non-array "
+      "argument, and this argument was not marked as static using the static_argnums or "
+      "static_argnames parameters of jax.jit.")
+
+
+def _abstract_leaves(fun, leaves, debug_names, allow_abstract):
+  avals = []
+  for i, x in enumerate(leaves):
+    a = _abstractify(x, allow_abstract)
+    if a is None:
+      names = debug_names()
+      path = names[i] if names is not None and i < len(names) else f"args[{i}]"
+      if isinstance(x, ShapeDtypeStruct):
+        raise TypeError(f"Argument '{path}' of shape {x.aval.str_short(short_dtypes=False)} of "
+                        f"type {type(x)} is not a valid JAX type.")
+      raise _bad_argument(fun, x, path)
+    avals.append(a)
+  return avals
+
+
+# --- static / donated argument specifications --------------------------------------------
+def _index_tuple(x):
+  if x is None:
+    return ()
+  if isinstance(x, int):
+    return (operator.index(x),)
+  return tuple(operator.index(i) for i in x)
+
+
+def _str_tuple(x):
+  if x is None:
+    return ()
+  if isinstance(x, str):
+    return (x,)
+  return tuple(x)
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _infer(sig, nums, names):
+  if nums is None and names is None:
+    return (), ()
+  if nums is not None and names is not None:
+    return _index_tuple(nums), _str_tuple(names)
+  params = list(sig.parameters.items())
+  if nums is None:
+    names = _str_tuple(names)
+    nums = tuple(i for i, (k, p) in enumerate(params)
+                 if p.kind == p.POSITIONAL_OR_KEYWORD and k in names)
+  else:
+    nums = _index_tuple(nums)
+    names = tuple(k for i, (k, p) in enumerate(params)
+                  if p.kind == p.POSITIONAL_OR_KEYWORD and i in nums)
+  return nums, names
+
+
+def _validate_nums(sig, nums, what):
+  n = 0
+  for p in sig.parameters.values():
+    if p.kind in _POSITIONAL:
+      n += 1
+    elif p.kind == p.VAR_POSITIONAL:
+      return
+  if nums and (-min(nums) > n or max(nums) >= n):
+    raise ValueError(f"Jitted function has {what}={nums}, but only accepts {n} positional "
+                     "arguments.")
+
+
+def _validate_names(sig, names, what):
+  valid, invalid, var_kw = set(), set(), False
+  for k, p in sig.parameters.items():
+    if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+      valid.add(k)
+    elif p.kind == p.VAR_KEYWORD:
+      var_kw = True
+    else:
+      invalid.add(k)
+  bad = invalid & set(names)
+  if bad:
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                     "positional-only")
+  if var_kw:
+    return
+  bad = set(names) - valid
+  if bad:
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does "
+                     "not take these args.")
+
+
+def _resolve_argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames):
+  sig = staging._signature(fun)
+  if sig is None:
+    static_argnums = _index_tuple(static_argnums)
+    static_argnames = _str_tuple(static_argnames)
+    donate_argnums = _index_tuple(donate_argnums)
+    if donate_argnames is not None:
+      raise ValueError(f"Getting the signature of function {fun} failed. Pass donate_argnums "
+                       "instead of donate_argnames.")
+    donate_argnames = ()
+  else:
+    static_argnums, static_argnames = _infer(sig, static_argnums, static_argnames)
+    donate_argnums, donate_argnames = _infer(sig, donate_argnums, donate_argnames)
+    _validate_nums(sig, static_argnums, "static_argnums")
+    _validate_names(sig, static_argnames, "static_argnames")
+    _validate_nums(sig, donate_argnums, "donate_argnums")
+    _validate_names(sig, donate_argnames, "donate_argnames")
+  both = set(static_argnames) & set(donate_argnames)
+  if both:
+    raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                     f"{both} appear in both static_argnames and donate_argnames")
+  snums = sorted(set(static_argnums))
+  if set(snums) & set(donate_argnums):
+    raise ValueError(f"`static_argnums` {snums} and `donate_argnums` "
+                     f"{sorted(set(donate_argnums))} cannot intersect.")
+  return static_argnums, static_argnames, donate_argnums, donate_argnames
+
+
+def _check_static(x):
+  try:
+    hash(x)
+  except TypeError as e:
+    raise ValueError(
+        "Non-hashable static arguments are not supported. An error occurred while trying to "
+        f"hash an object of type {type(x)}, {x}. The error was:\n{type(e).__name__}: {e}\n"
+    ) from None
+  return _Static(x)
+
+
+# --- the trace cache ---------------------------------------------------------------------
+class _TraceEntry:
+  """One traced specialization of a function."""
+  __slots__ = ("closed", "out_tree", "out_avals", "donated", "debug", "name", "params",
+               "executables", "n_tracer_consts", "__weakref__")
+
+  def __init__(self, closed, out_tree, donated, debug, name, params, n_tracer_consts):
+    self.closed = closed
+    self.out_tree = out_tree
+    self.out_avals = tuple(closed.out_avals)
+    self.donated = donated
+    self.debug = debug
+    self.name = name
+    self.params = params
+    self.executables = {}
+    self.n_tracer_consts = n_tracer_consts
+
+
+_fun_caches = weakref.WeakKeyDictionary()   # fun -> {key: _TraceEntry}
+_fun_seen_keys = weakref.WeakKeyDictionary()  # fun -> [previous keys] (explanations)
+_MAX_FAST = 4096
+_MAX_SEEN = 64
+
+
+def _fun_cache(wrapped):
+  try:
+    c = _fun_caches.get(wrapped._fun)
+    if c is None:
+      c = _fun_caches[wrapped._fun] = {}
+    return c
+  except TypeError:   # not weak-referenceable or not hashable: cache on the wrapper
+    return wrapped._own_cache
+
+
+def _compile_entry(entry, device):
+  exe = entry.executables.get(device)
+  if exe is None:
+    from pyjax._src.backends.cpu.executable import compile_jaxpr
+    name = f"jit({entry.name})"
+    level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
+    if _pxla_logger.isEnabledFor(level):
+      avals = entry.closed.in_avals
+      shapes = "(" + ", ".join(map(repr, avals)) + ("," if len(avals) == 1 else "") + ")"
+      mapping = "(" + ", ".join("UnspecifiedValue" for _ in avals) + ("," if len(avals) == 1 else "") + ")"
+      _pxla_logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.",
+                       name, shapes, mapping)
+    t0 = time.perf_counter()
+    exe = compile_jaxpr(entry.closed, device, entry.name)
+    if _dispatch_logger.isEnabledFor(level):
+      _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", name,
+                           time.perf_counter() - t0)
+    _warn_unusable_donations(entry)
+    entry.executables[device] = exe
+  return exe
+
+
+def _donation_plan(entry):
+  """Which flat inputs can be donated: each to a distinct output of its shape/dtype."""
+  outs = [(a.shape, a.dtype) for a in entry.out_avals]
+  taken = [False] * len(outs)
+  usable, unusable = [], []
+  in_avals = entry.closed.in_avals[entry.n_tracer_consts:]
+  for i, (d, a) in enumerate(zip(entry.donated, in_avals)):
+    if not d:
+      continue
+    for j, o in enumerate(outs):
+      if not taken[j] and o == (a.shape, a.dtype):
+        taken[j] = True
+        usable.append(i)
+        break
+    else:
+      unusable.append(a)
+  return usable, unusable
+
+
+def _warn_unusable_donations(entry):
+  if not any(entry.donated):
+    return
+  _, unusable = _donation_plan(entry)
+  if unusable:
+    warnings.warn("Some donated buffers were not usable: "
+                  + ", ".join(a.str_short(short_dtypes=False) for a in unusable)
+                  + ".\nSee an explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                  UserWarning, stacklevel=4)
+
+
+# --- explaining cache misses -------------------------------------------------------------
+def _call_site():
+  src = core.user_frame()
+  return core.summarize_source(src) if src is not None else "unknown"
+
+
+def _explain_miss(wrapped, key, seen, debug):
+  fun = wrapped._fun
+  where = staging.fun_definition_site(fun)
+  name = staging.fun_name(fun)
+  lines = [f"TRACING CACHE MISS at {_call_site()}:"]
+  if not seen:
+    lines.append("  never seen function:")
+    lines.append(f"    {name} id={id(fun)}" + (f" defined at {where}" if where else ""))
+    _explain_logger.warning("\n".join(lines))
+    return
+  lines.append(f"  for {name}" + (f" defined at {where}" if where else ""))
+  lines.append("  all previously seen cache keys differ. For the closest previous key:")
+  best = min(reversed(seen), key=lambda k: _key_distance(k, key))
+  opts, in_tree, avals, ts = key
+  b_opts, b_tree, b_avals, b_ts = best
+  if ts != b_ts:
+    lines.append("  Tracing context doesn't match, e.g. due to config or context manager.")
+    for n, now, before in zip(_trace_state_names, ts, b_ts):
+      if now != before:
+        lines.append(f"  * {n} differs: now {now} and before {before}")
+  elif opts != b_opts:
+    lines.append("  different jit options (static_argnums, donate_argnums, device, ...)")
+  elif in_tree != b_tree:
+    lines.append("  different input pytree:")
+    for path, now, before, why in tree_util.equality_errors_pytreedef(in_tree, b_tree):
+      lines.append(f"  * at input path {tree_util.keystr(tuple(path))}, now {now} and before "
+                   f"{before}, so {why}")
+  else:
+    lines.append("  different input types:")
+    names = debug.arg_names
+    weak = False
+    for i, (now, before) in enumerate(zip(avals, b_avals)):
+      if now == before:
+        continue
+      at = names[i] if names is not None and i < len(names) else f"args[{i}]"
+      if now.weak_type != before.weak_type:
+        weak = True
+        lines.append(f"  * at {at}, now {now.str_short()}{{weak_type={now.weak_type}}} and "
+                     f"before {before.str_short()}{{weak_type={before.weak_type}}}")
+      else:
+        lines.append(f"  * at {at}, now {now.str_short()} and before {before.str_short()}")
+    if weak:
+      lines.append("  see https://docs.jax.dev/en/latest/type_promotion.html#weak-types")
+  _explain_logger.warning("\n".join(lines))
+
+
+def _key_distance(a, b):
+  return (a[3] != b[3], a[0] != b[0], a[1] != b[1],
+          sum(x != y for x, y in zip(a[2], b[2])) + abs(len(a[2]) - len(b[2])))
+
+
+# --- jit ---------------------------------------------------------------------------------
+class _JitOptions:
+  __slots__ = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames",
+               "keep_unused", "device", "backend", "inline", "key")
+
+  def __init__(self, static_argnums, static_argnames, donate_argnums, donate_argnames,
+               keep_unused, device, backend, inline):
+    self.static_argnums = static_argnums
+    self.static_argnames = static_argnames
+    self.donate_argnums = donate_argnums
+    self.donate_argnames = donate_argnames
+    self.keep_unused = keep_unused
+    self.device = device
+    self.backend = backend
+    self.inline = inline
+    self.key = (static_argnums, static_argnames, donate_argnums, donate_argnames,
+                keep_unused, device, backend, inline)
+
+
+class JitWrapped:
+  """A jit-compiled function (``jax.jit(f)``).  Call it like ``f``; ``.trace``,
+  ``.lower`` and ``.eval_shape`` give the ahead-of-time stages."""
+
+  def __init__(self, fun, opts):
+    functools.update_wrapper(self, fun, updated=())
+    self._fun = fun
+    self._opts = opts
+    self._fast = {}
+    self._own_cache = {}
+    # The fast path: positional Arrays / Python scalars and (non-negative) static argnums.
+    self._fast_ok = not (opts.static_argnums or opts.static_argnames)
+    self._static_pos = None
+    if not self._fast_ok and opts.static_argnums and min(opts.static_argnums) >= 0:
+      self._static_pos = frozenset(opts.static_argnums)
+
+  def __repr__(self):
+    return f"<PjitFunction of {self._fun!r}>"
+
+  def __get__(self, obj, objtype=None):
+    if obj is None:
+      return self
+    return types.MethodType(self, obj)
+
+  # -- the call --------------------------------------------------------------------------
+  def __call__(self, *args, **kwargs):
+    if not kwargs and _core_state.interp is _eval_interp:
+      key = self._fast_key(args)
+      if key is not None:
+        try:
+          run = self._fast.get(key)
+        except TypeError:   # an unhashable static argument: the slow path explains
+          run = None
+        if run is not None and not _jit_disabled():
+          try:
+            return run(args)
+          except OverflowError:  # a Python int out of range: the slow path explains
+            pass
+    return self._call(args, kwargs)
+
+  def _fast_key(self, args):
+    """The fast-path key of positional ``args``, or None when they need the slow path."""
+    key = []
+    sp = self._static_pos
+    if sp is None:
+      if not self._fast_ok:
+        return None
+      for a in args:
+        t = type(a)
+        if t is ArrayImpl:
+          key.append(a.aval)
+          if a._committed:
+            key.append(a._device)
+        elif t in _FAST_SCALARS:
+          key.append(t)
+        else:
+          return None
+    else:
+      for i, a in enumerate(args):
+        t = type(a)
+        if i in sp:
+          key.append((t, a))
+        elif t is ArrayImpl:
+          key.append(a.aval)
+          if a._committed:
+            key.append(a._device)
+        elif t in _FAST_SCALARS:
+          key.append(t)
+        else:
+          return None
+    key.append(_trace_state())
+    return tuple(key)
+
+  def _call(self, args, kwargs):
+    if _jit_disabled():
+      return self._fun(*args, **kwargs)
+    entry, leaves, tracer_consts = self._get_entry(args, kwargs)
+    interp = _core_state.interp
+    if interp is _eval_interp and not tracer_consts:
+      return self._run_eager(entry, args, kwargs, leaves)
+    all_args = list(tracer_consts) + leaves
+    if self._opts.inline or not staging.binds_jit(interp):
+      outs = core.eval_jaxpr(entry.closed.jaxpr, entry.closed.consts, *all_args)
+    else:
+      outs = jit_p.bind(*all_args, **entry.params)
+    return entry.out_tree.unflatten(outs)
+
+  # -- tracing ---------------------------------------------------------------------------
+  def _split(self, args, kwargs):
+    """(tree of dynamic args with Static nodes, static argnums normalized)."""
+    opts = self._opts
+    n = len(args)
+    snums = set()
+    for i in opts.static_argnums:
+      j = i + n if i < 0 else i
+      if 0 <= j < n:
+        snums.add(j)
+    if snums:
+      args = tuple(_check_static(a) if i in snums else a for i, a in enumerate(args))
+    if opts.static_argnames and kwargs:
+      kwargs = {k: (_check_static(v) if k in opts.static_argnames else v)
+                for k, v in kwargs.items()}
+    return args, kwargs, snums
+
+  def _get_entry(self, args, kwargs, allow_abstract=False):
+    opts = self._opts
+    s_args, s_kwargs, snums = self._split(args, kwargs)
+    leaves, in_tree = tree_util.tree_flatten((s_args, s_kwargs))
+    names_cache = []
+
+    def debug_names():
+      if not names_cache:
+        names_cache.append(staging.arg_names_of(self._fun, args, kwargs, snums,
+                                                opts.static_argnames))
+      return names_cache[0]
+
+    avals = _abstract_leaves(self._fun, leaves, debug_names, allow_abstract)
+    key = (opts.key, in_tree, tuple(avals), _trace_state())
+    cache = _fun_cache(self)
+    entry = cache.get(key)
+    if entry is not None:
+      return entry, leaves, ()
+    interp = _core_state.interp
+    local = getattr(interp, "_jit_local_cache", None)
+    if local is not None:
+      hit = local.get((id(self._fun), key))
+      if hit is not None:
+        return hit[0], leaves, hit[1]
+    entry, tracer_consts = self._trace(args, kwargs, s_args, s_kwargs, snums, in_tree, avals,
+                                       debug_names(), key)
+    if tracer_consts:
+      if local is None:
+        try:
+          local = interp._jit_local_cache = {}
+        except AttributeError:
+          local = None
+      if local is not None:
+        local[(id(self._fun), key)] = (entry, tracer_consts, self._fun)
+    else:
+      if len(cache) >= _MAX_FAST:
+        cache.clear()
+      cache[key] = entry
+    return entry, leaves, tracer_consts
+
+  def _trace(self, args, kwargs, s_args, s_kwargs, snums, in_tree, avals, arg_names, key):
+    fun, opts = self._fun, self._opts
+    name = staging.fun_name(fun)
+    debug = staging.DebugInfo("jit", staging.fun_source_info(fun), arg_names, name)
+    try:
+      seen = _fun_seen_keys.get(fun)
+      if seen is None:
+        seen = _fun_seen_keys[fun] = []
+    except TypeError:
+      seen = []
+    if _explain_flag.value:
+      _explain_miss(self, key, seen, debug)
+    if len(seen) >= _MAX_SEEN:
+      del seen[0]
+    seen.append(key)
+    out_tree_box = []
+
+    def flat_fun(*leaves):
+      a, k = in_tree.unflatten(leaves)
+      a = [x.val if type(x) is _Static else x for x in a]
+      k = {n: (v.val if type(v) is _Static else v) for n, v in k.items()}
+      out = fun(*a, **k)
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      staging.check_outputs(out_leaves, out_tree, debug)
+      out_tree_box.append(out_tree)
+      return out_leaves
+
+    t0 = time.perf_counter()
+    closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
+    level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
+    if _dispatch_logger.isEnabledFor(level):
+      _dispatch_logger.log(level, "Finished tracing %s for jit in %.9f sec", name,
+                           time.perf_counter() - t0)
+    donated = self._donated_mask(args, kwargs, snums, len(avals))
+    params = staging.jit_params(
+        closed, name, (False,) * len(tracer_consts) + donated, opts.keep_unused,
+        opts.inline, self._param_device())
+    entry = _TraceEntry(closed, out_tree_box[-1], donated, debug, name, params,
+                        len(tracer_consts))
+    return entry, tracer_consts
+
+  def _param_device(self):
+    opts = self._opts
+    if opts.device is not None:
+      return opts.device
+    if opts.backend is not None:
+      return _devices.get_backend(opts.backend).devices[0]
+    return None
+
+  def _donated_mask(self, args, kwargs, snums, n_leaves):
+    opts = self._opts
+    if not (opts.donate_argnums or opts.donate_argnames):
+      return (False,) * n_leaves
+    n = len(args)
+    dnums = {(i + n if i < 0 else i) for i in opts.donate_argnums}
+    mask = []
+    for i, a in enumerate(args):
+      if i in snums:
+        continue
+      mask.extend([i in dnums] * len(tree_util.tree_leaves(a)))
+    for k in sorted(kwargs):
+      if k in opts.static_argnames:
+        continue
+      mask.extend([k in opts.donate_argnames] * len(tree_util.tree_leaves(kwargs[k])))
+    return tuple(mask)
+
+  # -- eager execution -------------------------------------------------------------------
+  def _placement(self, entry, leaves):
+    """(device, committed) of the outputs; raises for inputs committed to different
+    devices (unless ``device=`` / ``backend=`` was given)."""
+    opts = self._opts
+    dev = self._param_device()
+    if dev is not None:
+      return dev, True
+    found = None
+    conflict = False
+    for x in leaves:
+      if type(x) is ArrayImpl and x._committed:
+        if found is None:
+          found = x._device
+        elif x._device is not found:
+          conflict = True
+    if conflict:
+      raise _device_conflict(entry, leaves)
+    if found is not None:
+      return found, True
+    return None, False
+
+  def _run_eager(self, entry, args, kwargs, leaves):
+    dev, committed = self._placement(entry, leaves)
+    exe_dev = dev if dev is not None else _devices.default_device()
+    exe = _compile_entry(entry, exe_dev)
+    bufs = _buffers(entry, leaves)
+    donate = None
+    if any(entry.donated):
+      donate = _check_donations(entry, leaves)
+    outs = exe.fn(*bufs)
+    if donate:
+      for i in donate:
+        leaves[i].delete()
+    out_dev = exe_dev
+    arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
+    if not kwargs and not any(entry.donated) and len(self._fast) < _MAX_FAST:
+      self._install_fast(entry, args, exe, dev, committed)
+    return entry.out_tree.unflatten(arrays)
+
+  def _install_fast(self, entry, args, exe, dev, committed):
+    key = self._fast_key(args)
+    if key is None:
+      return
+    sp = self._static_pos or ()
+    spec = []
+    avals = iter(entry.closed.in_avals)
+    for i, a in enumerate(args):
+      if i in sp:
+        spec.append(False)
+      else:
+        aval = next(avals, None)
+        if aval is None:
+          return
+        spec.append(None if type(a) is ArrayImpl else aval.dtype)
+    if next(avals, None) is not None:
+      return
+    try:
+      self._fast[key] = _make_fast_runner(exe.fn, entry.out_avals, entry.out_tree, dev,
+                                          committed, spec)
+    except TypeError:
+      pass
+
+  # -- ahead-of-time stages --------------------------------------------------------------
+  def trace(self, *args, **kwargs):
+    """``Traced``: the jaxpr for these arguments (Arrays, ShapeDtypeStructs, ...)."""
+    entry, leaves, tracer_consts = self._get_entry(args, kwargs, allow_abstract=True)
+    s_args, s_kwargs, _ = self._split(args, kwargs)
+    _, in_tree = tree_util.tree_flatten((s_args, s_kwargs))
+    return Traced(self, entry, in_tree, leaves)
+
+  def lower(self, *args, **kwargs):
+    """``Lowered``: see ``Lowered.as_text`` (the jaxpr text; no StableHLO here)."""
+    return self.trace(*args, **kwargs).lower()
+
+  def eval_shape(self, *args, **kwargs):
+    """Output ShapeDtypeStructs of a call with these arguments."""
+    return self.trace(*args, **kwargs).out_info
+
+  def _cache_size(self):
+    return len(_fun_cache(self))
+
+  def clear_cache(self):
+    _fun_cache(self).clear()
+    self._fast.clear()
+
+  _clear_cache = clear_cache
+
+
+_FAST_SCALARS = frozenset(dtypes.python_scalar_types)
+
+
+def _make_fast_runner(fn, out_avals, out_tree, dev, committed, spec):
+  """The hit path of one cache entry: ``spec`` says per positional argument whether it is
+  an Array (None), a Python scalar (its dtype) or static (False)."""
+  nd = np.ndarray
+  default_device = _devices.default_device
+  if all(s is None for s in spec):
+    def buffers(args):
+      bufs = [a._buf for a in args]
+      for b in bufs:
+        if type(b) is not nd:
+          return [_buffer(a, None) for a in args]
+      return bufs
+  else:
+    array = np.array
+
+    def buffers(args):
+      bufs = []
+      for a, s in zip(args, spec):
+        if s is None:
+          b = a._buf
+          bufs.append(b if type(b) is nd else _buffer(a, None))
+        elif s is not False:
+          bufs.append(array(a, s))
+      return bufs
+
+  if len(out_avals) == 1 and tree_util.treedef_is_leaf(out_tree):
+    aval = out_avals[0]
+
+    def run(args):
+      out = fn(*buffers(args))[0]
+      return ArrayImpl(out, aval, dev if dev is not None else default_device(), committed)
+    return run
+
+  unflatten = out_tree.unflatten
+
+  def run(args):
+    outs = fn(*buffers(args))
+    d = dev if dev is not None else default_device()
+    return unflatten([ArrayImpl(b, a, d, committed) for b, a in zip(outs, out_avals)])
+  return run
+
+
+def _buffer(x, aval):
+  if type(x) is ArrayImpl:
+    b = x._buf
+    if type(b) is not np.ndarray:
+      if x.is_deleted():
+        raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short(short_dtypes=False)}.")
+      b = x._data()
+    return b
+  b, _ = dispatch._to_numpy(x)
+  if b.dtype != aval.dtype:
+    b = np.asarray(b, aval.dtype)
+  return b
+
+
+def _buffers(entry, leaves):
+  bufs = []
+  for i, (x, a) in enumerate(zip(leaves, entry.closed.in_avals)):
+    try:
+      bufs.append(_buffer(x, a))
+    except OverflowError:
+      names = entry.debug.arg_names
+      path = names[i] if names is not None and i < len(names) else f"args[{i}]"
+      raise OverflowError(
+          "An overflow was encountered while parsing an argument to a jitted computation, "
+          f"whose argument path is {path}. Got {type(x)} with value {x}") from None
+  return bufs
+
+
+def _check_donations(entry, leaves):
+  usable, _ = _donation_plan(entry)
+  firsts = {}
+  for i, x in enumerate(leaves):
+    if type(x) is not ArrayImpl:
+      continue
+    j = firsts.setdefault(id(x), i)
+    if j != i and (entry.donated[i] or entry.donated[j]):
+      raise errors.JaxRuntimeError(
+          "INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the same "
+          f"call to Execute() (flattened argument {i}, replica 0, partition 0, first use: "
+          f"{j}). Toy example for this bug: `f(donate(a), a)`.")
+  return [i for i in usable if type(leaves[i]) is ArrayImpl]
+
+
+def _device_conflict(entry, leaves):
+  names = entry.debug.arg_names
+  parts = []
+  for i, x in enumerate(leaves):
+    if type(x) is ArrayImpl and x._committed:
+      n = names[i] if names is not None and i < len(names) else f"args[{i}]"
+      d = x._device
+      parts.append(f"argument {n} of {entry.name} with shape "
+                   f"{x.aval.str_short(short_dtypes=False)} and with device ids [{d.id}] on "
+                   f"platform {d.platform.upper()}")
+  return ValueError("Received incompatible devices for jitted computation. Got "
+                    + " and ".join(parts))
+
+
+def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
+  """Eager evaluation of a ``jit`` equation (``jit_p.impl``): compiled once per jaxpr
+  and device."""
+  del params
+  dev, committed = None, False
+  s = in_shardings[0] if in_shardings else None
+  if isinstance(s, SingleDeviceSharding):
+    dev, committed = s._device, True
+  else:
+    for x in args:
+      if type(x) is ArrayImpl and x._committed:
+        if dev is None:
+          dev, committed = x._device, True
+        elif x._device is not dev:
+          devs = [x._device if type(x) is ArrayImpl and x._committed else None for x in args]
+          raise dispatch._device_error(jit_p, args, devs)
+  exe_dev = dev if dev is not None else _devices.default_device()
+  cache = _impl_cache.get(jaxpr)
+  if cache is None:
+    cache = _impl_cache[jaxpr] = {}
+  exe = cache.get(exe_dev)
+  if exe is None:
+    from pyjax._src.backends.cpu.executable import compile_jaxpr
+    exe = cache[exe_dev] = compile_jaxpr(jaxpr, exe_dev, name)
+  bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
+  outs = exe.fn(*bufs)
+  return [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
+
+
+_impl_cache = weakref.WeakKeyDictionary()
+jit_p.def_impl(_jit_impl)
+
+
+def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, compiler_options=None):
+  """Compile ``fun``: trace it once per argument signature and run the staged program.
+
+  Differs from JAX: ``in_shardings`` / ``out_shardings`` accept only single-device
+  placements (``None``, a Device or ``SingleDeviceSharding``) and are otherwise ignored;
+  ``compiler_options`` is accepted and ignored; ``keep_unused`` only shows in jaxprs.
+  Nested jit calls under ``grad``/``vmap`` are inlined until those interpreters gain
+  rules for ``jit_p``.
+  """
+  if fun is None:
+    return functools.partial(
+        jit, in_shardings=in_shardings, out_shardings=out_shardings,
+        static_argnums=static_argnums, static_argnames=static_argnames,
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+        keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+        compiler_options=compiler_options)
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun}")
+  if device is not None or backend is not None:
+    warnings.warn(
+        "backend and device argument on jit is deprecated. You can use "
+        "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs to the "
+        "jitted function to get the same behavior.", DeprecationWarning, stacklevel=2)
+  if device is not None and backend is not None:
+    raise ValueError("can't specify both a device and a backend for jit, got "
+                     f"device={device} and backend={backend}")
+  if device is None:
+    for sh in (out_shardings, in_shardings):
+      if isinstance(sh, SingleDeviceSharding):
+        device = sh._device
+      elif isinstance(sh, _devices.Device):
+        device = sh
+  static_argnums, static_argnames, donate_argnums, donate_argnames = _resolve_argnums(
+      fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+  opts = _JitOptions(static_argnums, static_argnames, donate_argnums, donate_argnames,
+                     bool(keep_unused), device, backend, bool(inline))
+  return JitWrapped(fun, opts)
+
+
+# --- ahead-of-time stages ----------------------------------------------------------------
+class ArgInfo:
+  """An argument of a traced/lowered/compiled function: its aval and whether donated."""
+  __slots__ = ("_aval", "donated")
+
+  def __init__(self, aval, donated):
+    self._aval = aval
+    self.donated = donated
+
+  shape = property(lambda self: self._aval.shape)
+  dtype = property(lambda self: self._aval.dtype)
+
+  def __repr__(self):
+    return f"ArgInfo(_aval={self._aval!r}, donated={self.donated})"
+
+
+class Traced:
+  """``jit(f).trace(*args)``: ``.jaxpr`` (a ClosedJaxpr), ``.out_info``, ``.lower()``."""
+
+  def __init__(self, wrapped, entry, in_tree, leaves):
+    self._wrapped = wrapped
+    self._entry = entry
+    self.in_tree = in_tree
+    self._n_leaves = len(leaves)
+    self.fun_name = entry.name
+
+  @property
+  def jaxpr(self):
+    return self._entry.closed
+
+  @property
+  def out_tree(self):
+    return self._entry.out_tree
+
+  @property
+  def out_avals(self):
+    return self._entry.out_tree.unflatten(list(self._entry.out_avals))
+
+  @property
+  def out_info(self):
+    return self._entry.out_tree.unflatten([_sds_of(a) for a in self._entry.out_avals])
+
+  @property
+  def in_avals(self):
+    avals = self._entry.closed.in_avals[self._entry.n_tracer_consts:]
+    return _dynamic_tree(self.in_tree).unflatten(list(avals))
+
+  @property
+  def args_info(self):
+    e = self._entry
+    avals = e.closed.in_avals[e.n_tracer_consts:]
+    return _dynamic_tree(self.in_tree).unflatten(
+        [ArgInfo(a, d) for a, d in zip(avals, e.donated)])
+
+  @property
+  def donate_argnums(self):
+    return self._wrapped._opts.donate_argnums
+
+  def lower(self, *, lowering_platforms=None, _private_parameters=None):
+    """``Lowered`` for this trace."""
+    return Lowered(self)
+
+
+def _dynamic_tree(in_tree):
+  """The input structure with static arguments removed (what Compiled is called with)."""
+  leaves = [object()] * in_tree.num_leaves
+  args, kwargs = in_tree.unflatten(leaves)
+  args = tuple(a for a in args if type(a) is not _Static)
+  kwargs = {k: v for k, v in kwargs.items() if type(v) is not _Static}
+  return tree_util.tree_structure((args, kwargs))
+
+
+class Lowered:
+  """``jit(f).lower(*args)``.  ``as_text()`` is the jaxpr's text: this backend has no
+  StableHLO/MLIR stage (differs from JAX)."""
+
+  def __init__(self, traced):
+    self._traced = traced
+    self.in_tree = _dynamic_tree(traced.in_tree)
+    self.args_info = traced.args_info
+    self.out_tree = traced.out_tree
+
+  @property
+  def out_info(self):
+    return self._traced.out_info
+
+  @property
+  def in_avals(self):
+    return self._traced.in_avals
+
+  @property
+  def donate_argnums(self):
+    return self._traced.donate_argnums
+
+  def as_text(self, dialect=None, *, debug_info=False):
+    """The staged program (jaxpr text)."""
+    return str(self._traced.jaxpr)
+
+  def compiler_ir(self, dialect=None):
+    """The staged program itself (a ClosedJaxpr)."""
+    return self._traced.jaxpr
+
+  def cost_analysis(self):
+    return None
+
+  def compile(self, compiler_options=None):
+    """``Compiled``: the executable for the lowered argument types."""
+    wrapped = self._traced._wrapped
+    entry = self._traced._entry
+    dev = wrapped._param_device() or _devices.default_device()
+    exe = _compile_entry(entry, dev)
+    return Compiled(self, exe)
+
+
+class Compiled:
+  """``jit(f).lower(*args).compile()``: call it with the dynamic arguments (static ones
+  are baked in).  ``as_text()`` is the generated Python source of the executable."""
+
+  def __init__(self, lowered, exe):
+    self._lowered = lowered
+    self._exe = exe
+    self.in_tree = lowered.in_tree
+    self.out_tree = lowered.out_tree
+    self.args_info = lowered.args_info
+
+  @property
+  def out_info(self):
+    return self._lowered.out_info
+
+  @property
+  def in_avals(self):
+    return self._lowered.in_avals
+
+  def as_text(self):
+    return self._exe.as_text()
+
+  def cost_analysis(self):
+    return None
+
+  def memory_analysis(self):
+    return None
+
+  def runtime_executable(self):
+    return self._exe
+
+  def __call__(self, *args, **kwargs):
+    traced = self._lowered._traced
+    entry = traced._entry
+    leaves, tree = tree_util.tree_flatten((args, kwargs))
+    if tree != self.in_tree:
+      errs = list(tree_util.equality_errors_pytreedef(tree, self.in_tree))
+      msg = ["Function compiled with input pytree does not match the input pytree it was "
+             f"called with. There are {len(errs)} mismatches, including:"]
+      for path, now, before, why in errs[:1]:
+        path = tuple(path)
+        where = "args"
+        if path:
+          head = getattr(path[0], "idx", None)
+          where = ("args" if head == 0 else "kwargs") + tree_util.keystr(path[1:])
+        msg.append(f"    * at {where}, seen {before} but now given {now}, so {why}")
+      raise TypeError("\n".join(msg))
+    avals = entry.closed.in_avals[entry.n_tracer_consts:]
+    names = entry.debug.arg_names
+    bad = []
+    for i, (x, a) in enumerate(zip(leaves, avals)):
+      b = _abstractify(x, False)
+      if b is None:
+        raise _bad_argument(traced._wrapped._fun, x, names[i] if names else f"args[{i}]")
+      if b.shape != a.shape or b.dtype != a.dtype:
+        n = names[i] if names is not None and i < len(names) else f"args[{i}]"
+        bad.append(f"Argument '{n}' compiled with {a.str_short(short_dtypes=False)} and "
+                   f"called with {b.str_short(short_dtypes=False)}")
+    if bad:
+      raise TypeError("Argument types differ from the types for which this computation was "
+                      "compiled. Perhaps you are calling the compiled executable with a "
+                      "different enable_x64 mode than when it was AOT compiled? The mismatches "
+                      "are:\n" + "\n".join(bad))
+    wrapped = traced._wrapped
+    dev, committed = wrapped._placement(entry, leaves)
+    out_dev = dev if dev is not None else self._exe.device
+    bufs = [_buffer(x, a) for x, a in zip(leaves, avals)]
+    outs = self._exe.fn(*bufs)
+    return entry.out_tree.unflatten(
+        [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)])
+
+  call = __call__
+
+
+# --- make_jaxpr / eval_shape --------------------------------------------------------------
+def _trace_abstract(fun, args, kwargs, static_argnums=(), traced_for="jit"):
+  """Trace ``fun`` on abstract versions of ``args``; returns (ClosedJaxpr, out_tree)."""
+  n = len(args)
+  snums = {(i + n if i < 0 else i) for i in static_argnums}
+  snums = {i for i in snums if 0 <= i < n}
+  dyn_args = tuple(a for i, a in enumerate(args) if i not in snums)
+  leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
+  names = []
+
+  def debug_names():
+    if not names:
+      names.append(staging.arg_names_of(fun, args, kwargs, snums))
+    return names[0]
+
+  avals = _abstract_leaves(fun, leaves, debug_names, True)
+  debug = staging.DebugInfo(traced_for, staging.fun_source_info(fun), debug_names(),
+                            staging.fun_name(fun))
+  out_tree_box = []
+
+  def flat_fun(*flat):
+    a, k = in_tree.unflatten(flat)
+    it = iter(a)
+    full = [args[i] if i in snums else next(it) for i in range(n)]
+    out = fun(*full, **k)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    staging.check_outputs(out_leaves, out_tree, debug)
+    out_tree_box.append(out_tree)
+    return out_leaves
+
+  closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
+  if tracer_consts:  # keep outer tracers as constants (make_jaxpr under a transformation)
+    j = closed.jaxpr
+    k = len(tracer_consts)
+    closed = core.ClosedJaxpr(
+        core.Jaxpr(j.invars[:k] + j.constvars, j.invars[k:], j.outvars, j.eqns, j.effects,
+                   j.debug_info), list(tracer_consts) + closed.consts)
+  return closed, out_tree_box[-1]
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
+               abstracted_axes=None):
+  """A function returning the ClosedJaxpr of ``fun`` for given example arguments (Arrays,
+  scalars, ShapeDtypeStructs or anything with ``shape`` and ``dtype``); with
+  ``return_shape=True`` also the output ShapeDtypeStructs.  Differs from JAX:
+  ``axis_env`` and ``abstracted_axes`` are not supported (must be None)."""
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun}")
+  if axis_env is not None or abstracted_axes is not None:
+    raise NotImplementedError("make_jaxpr: axis_env and abstracted_axes are not supported")
+  static_argnums = _index_tuple(static_argnums)
+
+  @functools.wraps(fun)
+  def make_jaxpr_f(*args, **kwargs):
+    closed, out_tree = _trace_abstract(fun, args, kwargs, static_argnums)
+    if return_shape:
+      return closed, out_tree.unflatten([_sds_of(a) for a in closed.out_avals])
+    return closed
+
+  make_jaxpr_f.__qualname__ = f"make_jaxpr({getattr(fun, '__qualname__', repr(fun))})"
+  make_jaxpr_f.__name__ = f"make_jaxpr({staging.fun_name(fun)})"
+  return make_jaxpr_f
+
+
+def eval_shape(fun, *args, **kwargs):
+  """The output shapes/dtypes of ``fun(*args, **kwargs)`` as ShapeDtypeStructs, without
+  computing anything.  Arguments may be Arrays, scalars, ShapeDtypeStructs or anything
+  with ``shape`` and ``dtype`` attributes."""
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun}")
+  closed, out_tree = _trace_abstract(fun, args, kwargs)
+  return out_tree.unflatten([_sds_of(a) for a in closed.out_avals])
+
+
+# --- disable_jit / ensure_compile_time_eval ----------------------------------------------
+@contextlib.contextmanager
+def disable_jit(disable=True):
+  """Context manager: jitted functions run as plain Python (op by op) inside it, and
+  ``config.jax_disable_jit`` reads ``disable``.  Differs from JAX: the setting is
+  process-wide while the context is active (JAX's is thread-local)."""
+  prev = _disable_jit_flag.value
+  _disable_jit_flag.value = bool(disable)
+  try:
+    yield
+  finally:
+    _disable_jit_flag.value = prev
+
+
+class _CompileTimeEvalInterpreter(core.Interpreter):
+  """Evaluates primitives whose inputs are all concrete now; others go to the parent."""
+
+  def __init__(self, parent):
+    self.parent = parent
+
+  def process_primitive(self, prim, args, params):
+    for x in args:
+      if isinstance(x, core.Tracer):
+        with core.set_interpreter(self.parent):
+          return prim.bind(*args, **params)
+    with core.set_interpreter(_eval_interp):
+      return prim.bind(*args, **params)
+
+  def __repr__(self):
+    return f"CompileTimeEval({self.parent!r})"
+
+  @property
+  def handles_jit_p(self):
+    return staging.binds_jit(self.parent)
+
+  def error_context(self, tracer):
+    f = getattr(self.parent, "error_context", None)
+    return f(tracer) if f is not None else ""
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+  """Context manager: inside a traced function, operations on concrete values run now
+  (their results are concrete Arrays) instead of being staged."""
+  interp = _core_state.interp
+  if interp is _eval_interp:
+    yield
+    return
+  with core.set_interpreter(_CompileTimeEvalInterpreter(interp)):
+    yield
+ShapeDtypeStruct.__module__ = "pyjax"
