@@ -99,3 +99,20 @@ def test_lax_is_strict():
     lax.add(42, 42.0)
   out = lax.add(1, 2)
   assert out.weak_type and out.dtype == np.int32
+
+
+def test_tracer_error_messages_match_jax(jax):
+  import pyjax
+
+  def run(mod, f, x):
+    try:
+      mod.jit(f)(x)
+    except Exception as e:  # noqa: BLE001
+      return type(e).__name__, str(e).split("\n")[0]
+    return None
+
+  cases = [(lambda x: bool(x), np.float32(1)), (lambda x: int(x), np.float32(1)),
+           (lambda x: [1, 2][x], np.float32(1)), (lambda x: [1, 2][x], np.int32(1)),
+           (lambda x: np.asarray(x), np.float32(1))]
+  for f, x in cases:
+    assert run(pyjax, f, x) == run(jax, f, x)

@@ -211,10 +211,12 @@ class Tracer(Array):
     raise errors.ConcretizationTypeError(self, self._conversion_context("complex"))
 
   def __index__(self):
+    if not dtypes.is_int(self.aval.dtype):
+      raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
     raise errors.TracerIntegerConversionError(self, self._context())
 
   def __array__(self, *args, **kw):
-    raise errors.TracerArrayConversionError(self)
+    raise errors.TracerArrayConversionError(self, self._context())
 
   def item(self, *args):
     raise errors.ConcretizationTypeError(

@@ -19,11 +19,24 @@ class _JAXErrorMixin:
     return f"{message}\nSee {self._error_page}#{self._module_name}.{name}"
 
 
+def _describe(tracer):
+  """'traced array with shape float32[3]', as JAX words it."""
+  aval = getattr(tracer, "aval", None)
+  if aval is None:
+    return str(tracer)
+  return f"traced array with shape {aval.str_short(short_dtypes=False)}"
+
+
+def _shape(tracer):
+  aval = getattr(tracer, "aval", None)
+  return aval.str_short(short_dtypes=False) if aval is not None else "?"
+
+
 class ConcretizationTypeError(_JAXErrorMixin, TypeError):
   def __init__(self, tracer=None, context=""):
     self.tracer = tracer
     super().__init__(self._msg(
-        f"Abstract tracer value encountered where concrete value is expected: {tracer}\n"
+        f"Abstract tracer value encountered where concrete value is expected: {_describe(tracer)}\n"
         f"{context}\n"))
 
 
@@ -34,23 +47,22 @@ class NonConcreteBooleanIndexError(_JAXErrorMixin, IndexError):
 
 
 class TracerArrayConversionError(_JAXErrorMixin, TypeError):
-  def __init__(self, tracer=None):
+  def __init__(self, tracer=None, context=""):
     super().__init__(self._msg(
-        f"The numpy.ndarray conversion method __array__() was called on {tracer}\n"))
+        f"The numpy.ndarray conversion method __array__() was called on {_describe(tracer)}"
+        + (f"\n{context}" if context else "")))
 
 
 class TracerBoolConversionError(ConcretizationTypeError):
   def __init__(self, tracer=None, context=""):
     TypeError.__init__(self, self._msg(
-        "Attempted boolean conversion of traced array with shape "
-        f"{getattr(getattr(tracer, 'aval', None), 'str_short', lambda: '?')()}.\n{context}"))
+        f"Attempted boolean conversion of traced array with shape {_shape(tracer)}.\n{context}"))
 
 
 class TracerIntegerConversionError(_JAXErrorMixin, TypeError):
   def __init__(self, tracer=None, context=""):
     super().__init__(self._msg(
-        f"The __index__() method was called on traced array with shape "
-        f"{getattr(getattr(tracer, 'aval', None), 'str_short', lambda: '?')()}.\n{context}"))
+        f"The __index__() method was called on traced array with shape {_shape(tracer)}.\n{context}"))
 
 
 class UnexpectedTracerError(_JAXErrorMixin, Exception):
