@@ -62,7 +62,7 @@ class TracerBoolConversionError(ConcretizationTypeError):
 class TracerIntegerConversionError(_JAXErrorMixin, TypeError):
   def __init__(self, tracer=None, context=""):
     super().__init__(self._msg(
-        f"The __index__() method was called on traced array with shape {_shape(tracer)}.\n{context}"))
+        f"The __index__() method was called on traced array with shape {_shape(tracer)}\n{context}"))
 
 
 class UnexpectedTracerError(_JAXErrorMixin, Exception):
