@@ -51,10 +51,10 @@ sqrt_p = unop("sqrt", U.inexact)
 rsqrt_p = unop("rsqrt", U.inexact)
 cbrt_p = unop("cbrt", U.floating)
 square_p = unop("square", U.numeric)
-abs_p = unop("abs", U.signed_numeric, _real_of)
+abs_p = unop("abs", U.float_complex_signed, _real_of)
 real_p = unop("real", (U._complex,), _real_of)
 imag_p = unop("imag", (U._complex,), _real_of)
-conj_p = unop("conj", U.numeric, lambda d: d if dtypes.is_complex(d) else dtypes.to_complex_dtype(d))
+conj_p = unop("conj", U.float32_complex_float64, lambda d: d if dtypes.is_complex(d) else dtypes.to_complex_dtype(d))
 erf_p = unop("erf", U.floating)
 erfc_p = unop("erfc", U.floating)
 erf_inv_p = unop("erf_inv", U.floating)
@@ -76,7 +76,7 @@ max_p = binop("max", U.any_)
 min_p = binop("min", U.any_)
 atan2_p = binop("atan2", U.inexact)
 nextafter_p = binop("nextafter", U.floating)
-complex_p = binop("complex", U.floating, dtypes.to_complex_dtype)
+complex_p = binop("complex", U.float32_float64, dtypes.to_complex_dtype)
 and_p = binop("and", U.int_or_bool)
 or_p = binop("or", U.int_or_bool)
 xor_p = binop("xor", U.int_or_bool)
@@ -85,10 +85,10 @@ shift_right_arithmetic_p = binop("shift_right_arithmetic", U.integer)
 shift_right_logical_p = binop("shift_right_logical", U.integer)
 eq_p = binop("eq", U.any_, _to_bool)
 ne_p = binop("ne", U.any_, _to_bool)
-lt_p = binop("lt", U.any_, _to_bool)
-le_p = binop("le", U.any_, _to_bool)
-gt_p = binop("gt", U.any_, _to_bool)
-ge_p = binop("ge", U.any_, _to_bool)
+lt_p = binop("lt", U.int_float_bool, _to_bool)
+le_p = binop("le", U.int_float_bool, _to_bool)
+gt_p = binop("gt", U.int_float_bool, _to_bool)
+ge_p = binop("ge", U.int_float_bool, _to_bool)
 igamma_p = binop("igamma", U.floating)
 igammac_p = binop("igammac", U.floating)
 igamma_grad_a_p = binop("igamma_grad_a", U.floating)
@@ -106,9 +106,10 @@ def _pow_abstract(x, y):
   U.check_dtype("pow", U.inexact, x.dtype, 0)
   U.check_dtype("pow", (U._int, U._float, U._complex), y.dtype, 1)
   if not dtypes.is_int(y.dtype) and y.dtype != x.dtype:
-    raise TypeError(f"lax.pow requires arguments to have the same dtypes, got "
-                    f"{x.dtype.name}, {y.dtype.name}. (Tip: jnp.float_power is a similar "
-                    "function that does automatic type promotion on inputs).")
+    raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
+                    "and the second argument must have an inexact or integer dtype, and two "
+                    "inexact dtypes must match, but got "
+                    f"{x.dtype.name} and {y.dtype.name} respectively.")
   shape = U.broadcasting_shape("pow", [x.shape, y.shape])
   return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
@@ -132,7 +133,7 @@ def _integer_pow_abstract(x, *, y):
   U.check_dtype("integer_pow", U.numeric, x.dtype)
   if y < 0 and dtypes.is_int(x.dtype):
     raise TypeError(f"Integers cannot be raised to negative powers, got "
-                    f"integer_pow({x.str_short()}, {y})")
+                    f"integer_pow({'~' if x.weak_type else ''}{x.str_short(short_dtypes=False)}, {y})")
   return x
 
 
@@ -158,24 +159,36 @@ def _convert_abstract(x, *, new_dtype, weak_type=False, sharding=None):
 bitcast_convert_type_p = core.Primitive("bitcast_convert_type")
 
 
+def _bit_width(d):
+  if d in _sub_byte_bits:
+    return _sub_byte_bits[d]
+  return d.itemsize * 8
+
+
+_sub_byte_bits = {d: b for d, b in ((dtypes.int4, 4), (dtypes.uint4, 4), (dtypes.int2, 2),
+                                    (dtypes.uint2, 2)) if d is not None}
+_sub_byte_bits.update({d: 4 for d in dtypes.float8_dtypes if d.name == "float4_e2m1fn"})
+
+
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_abstract(x, *, new_dtype):
   old = x.dtype
-  if (old == dtypes.bool_) != (new_dtype == dtypes.bool_):
-    raise TypeError("`bitcast_convert_type` for operand type ({}) cannot have different "
-                    "bit widths or booleans".format(old.name))
-  oi, ni = old.itemsize, new_dtype.itemsize
-  if oi == ni:
+  ob, nb = _bit_width(old), _bit_width(new_dtype)
+  if ob == nb:
     shape = x.shape
-  elif oi > ni:
-    if oi % ni:
-      raise TypeError(f"bitcast_convert_type: {old.name} -> {new_dtype.name} not supported")
-    shape = x.shape + (oi // ni,)
+  elif ob > nb:
+    shape = x.shape + (ob // nb,)
   else:
-    if not x.shape or x.shape[-1] != ni // oi:
-      raise TypeError(f"Attempting to convert array of shape {x.shape} from {old} of size {oi} "
-                      f"to {new_dtype} of size {ni}, but {x.shape[-1] if x.shape else 1} != {ni // oi}")
+    if not x.shape or x.shape[-1] * ob != nb:
+      raise ValueError(f"Attempting to convert array of shape {x.shape} from {old.name} of size "
+                       f"{ob} bits to {new_dtype.name} of size {nb}, bits but "
+                       f"{x.shape[-1] if x.shape else 1} * {ob} != {nb}")
     shape = x.shape[:-1]
+  if old != new_dtype and (old == dtypes.bool_ or new_dtype == dtypes.bool_
+                           or dtypes.is_complex(old) or dtypes.is_complex(new_dtype)):
+    raise TypeError("lax.bitcast_convert_type does not support bool or complex values unless the "
+                    f"operand and destination types match. Got operand dtype={old.name}, "
+                    f"new_dtype={new_dtype!r}. Consider using the arr.view() method instead.")
   return ShapedArray(shape, new_dtype, False)
 
 
@@ -199,24 +212,24 @@ select_n_p = core.Primitive("select_n")
 @select_n_p.def_abstract_eval
 def _select_n_abstract(which, *cases):
   if not cases:
-    raise ValueError("select_n called with no cases")
+    raise ValueError("select_n() must have at least one case")
   if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):
-    raise TypeError(f"select_n requires the predicate to be a boolean or integer, got "
-                    f"{which.dtype.name}")
+    raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype.name}.")
   if which.dtype == dtypes.bool_ and len(cases) > 2:
-    raise TypeError("select_n with a boolean predicate requires 1 or 2 cases, got "
-                    f"{len(cases)}")
+    raise TypeError("select with boolean `which` cannot have > 2 cases.")
   c0 = cases[0]
   for c in cases[1:]:
     if c.shape != c0.shape:
-      raise TypeError(f"select_n cases must have the same shapes, got "
+      raise TypeError(f"select cases must have the same shapes, got "
                       f"[{', '.join(str(c.shape) for c in cases)}].")
+  for c in cases[1:]:
     if c.dtype != c0.dtype:
-      raise TypeError(f"select_n cases must have the same dtypes, got "
-                      f"[{', '.join(c.dtype.name for c in cases)}].")
+      raise TypeError(f"lax.select requires arguments to have the same dtypes, got "
+                      f"{', '.join(c.dtype.name for c in cases)}. (Tip: jnp.where is a similar "
+                      "function that does automatic type promotion on inputs).")
   if which.shape and which.shape != c0.shape:
-    raise TypeError("select_n `which` must be scalar or have the same shape as cases, got "
-                    f"`which` shape {which.shape} but case shape {c0.shape}.")
+    raise TypeError("select `which` must be scalar or have the same shape as cases, got `which` "
+                    f"shape {which.shape} but case shape {c0.shape}.")
   return ShapedArray(c0.shape, c0.dtype, all(c.weak_type for c in cases))
 
 
@@ -231,9 +244,7 @@ def _clamp_abstract(lo, x, hi):
                       f"{nm}.shape={a.shape}, operand.shape={x.shape}.")
   if lo.dtype != x.dtype or hi.dtype != x.dtype:
     raise TypeError(f"lax.clamp requires arguments to have the same dtypes, got "
-                    f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}. (Tip: jnp.clip is a "
-                    "similar function that does automatic type promotion on inputs).")
-  U.check_dtype("clamp", (U._int, U._float, U._bool), x.dtype)
+                    f"{lo.dtype.name}, {x.dtype.name}, {hi.dtype.name}.")
   return ShapedArray(x.shape, x.dtype, x.weak_type and lo.weak_type and hi.weak_type)
 
 
@@ -259,7 +270,7 @@ exp, log, expm1, log1p, tanh, logistic = map(_u, (exp_p, log_p, expm1_p, log1p_p
 sin, cos, tan, asin, acos, atan = map(_u, (sin_p, cos_p, tan_p, asin_p, acos_p, atan_p))
 sinh, cosh, asinh, acosh, atanh = map(_u, (sinh_p, cosh_p, asinh_p, acosh_p, atanh_p))
 sqrt, rsqrt, cbrt, square, abs = map(_u, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs_p))
-real, imag, conj = map(_u, (real_p, imag_p, conj_p))
+real, imag = map(_u, (real_p, imag_p))
 erf, erfc, erf_inv, lgamma, digamma = map(_u, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
 bessel_i0e, bessel_i1e = map(_u, (bessel_i0e_p, bessel_i1e_p))
 bitwise_not, population_count, clz = map(_u, (not_p, population_count_p, clz_p))
@@ -271,6 +282,11 @@ shift_left, shift_right_arithmetic, shift_right_logical = map(
 eq, ne, lt, le, gt, ge = map(_b, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 igamma, igammac, igamma_grad_a, random_gamma_grad, polygamma, zeta = map(
     _b, (igamma_p, igammac_p, igamma_grad_a_p, random_gamma_grad_p, polygamma_p, zeta_p))
+
+
+def conj(x):
+  """Complex conjugate; a float32/float64 operand gives complex64/complex128 (like JAX)."""
+  return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
 
 
 def exp2(x):
@@ -329,7 +345,8 @@ def _convert_element_type(operand, new_dtype=None, weak_type=False):
 
 def bitcast_convert_type(operand, new_dtype):
   """Reinterpret bits; a narrower target adds a trailing dimension, a wider one removes it."""
-  return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(dtypes.to_numpy_dtype(new_dtype)))
+  new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type")
+  return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
 
 
 def reduce_precision(operand, exponent_bits, mantissa_bits):

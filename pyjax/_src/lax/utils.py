@@ -11,6 +11,9 @@ _bool = ("bool", lambda d: d == dtypes.bool_)
 _int = ("integer", dtypes.is_int)
 _float = ("floating", dtypes.is_float)
 _complex = ("complexfloating", dtypes.is_complex)
+_signed_int = ("signedinteger", lambda d: dtypes.is_int(d) and not dtypes.is_unsigned(d))
+_float32 = ("float32", lambda d: d == dtypes.float32)
+_float64 = ("float64", lambda d: d == dtypes.float64)
 
 any_ = (_int, _float, _complex, _bool)
 numeric = (_int, _float, _complex)
@@ -20,6 +23,11 @@ integer = (_int,)
 int_or_bool = (_int, _bool)
 float_or_int = (_int, _float)
 signed_numeric = (_int, _float, _complex)
+# the kinds (and their order, which shows in error messages) JAX uses for specific ops
+float_complex_signed = (_float, _complex, _signed_int)  # abs
+int_float_bool = (_int, _float, _bool)  # lt, le, gt, ge
+float32_complex_float64 = (_float32, _complex, _float64)  # conj
+float32_float64 = (_float32, _float64)  # complex
 
 
 def _accepts(kinds, d):
@@ -104,7 +112,7 @@ def unop(name, kinds, result_dtype=None, weak_rule=None):
       check_dtype(name, kinds, d)
     out_d = d if result_dtype is None else result_dtype(d)
     weak = x.weak_type if weak_rule is None else weak_rule(x)
-    return ShapedArray(x.shape, out_d, weak and out_d != dtypes.bool_)
+    return ShapedArray(x.shape, out_d, weak)
   p.def_abstract_eval(abstract)
   return p
 
@@ -121,7 +129,7 @@ def binop(name, kinds, result_dtype=None, same_dtype=True, kinds2=None):
     else:
       shape, weak = naryop_avals(name, (kinds, kinds2), (x, y), same_dtype)
     out_d = x.dtype if result_dtype is None else result_dtype(x.dtype)
-    return ShapedArray(shape, out_d, weak and out_d != dtypes.bool_)
+    return ShapedArray(shape, out_d, weak)
   p.def_abstract_eval(abstract)
   return p
 

@@ -1,16 +1,26 @@
 """Elementwise jax.numpy functions (NumPy's ufuncs) on lax primitives, with NumPy-style
-broadcasting and JAX's type promotion."""
+broadcasting and JAX's type promotion.
+
+Each function is written as the same composition of lax primitives that JAX uses, so
+results (NaN and signed-zero handling included), dtypes, weak types and error messages
+match JAX.  Constants that JAX creates strongly typed (``_const``) are strong here too,
+which is what decides the weak type of results such as ``jnp.isinf(1.0)``.
+"""
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
-from pyjax._src import dtypes
+from pyjax._src import core, dtypes
 from pyjax._src.lax import elementwise as lax
 from pyjax._src.numpy.util import (promote_args, promote_args_inexact, promote_args_numeric,
                                    check_arraylike, promote_dtypes_inexact, asarray_weak,
-                                   promote_shapes, promote_dtypes)
+                                   promote_shapes, promote_dtypes, promote_dtypes_numeric)
 
 __all__ = []
+
+_RM = lax.RoundingMethod
 
 
 def _export(f):
@@ -18,6 +28,76 @@ def _export(f):
   return f
 
 
+_py_type = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def _const(x, value):
+  """A constant like x, as JAX's ``lax._const`` makes it: a Python scalar (so weakly typed)
+  when x is a weakly typed 0-d value of its kind's default dtype, else a strongly typed
+  NumPy scalar of x's dtype.  This is what makes e.g. ``jnp.hypot(3, 4)`` weakly typed."""
+  aval = core.get_aval(x)
+  d = aval.dtype
+  if aval.weak_type and not aval.shape:
+    py = _py_type.get(d.kind)
+    if py is not None and dtypes.python_scalar_dtype(py) == d:
+      return py(value)
+  return np.array(value, d)
+
+
+def _constant_like(x, value):
+  """A strongly typed constant of x's dtype (JAX's ``_constant_like``)."""
+  return np.array(value, _dtype(x))
+
+
+def _weak_const(x, value):
+  """A weakly typed constant of x's dtype: what a Python scalar becomes in a jnp-level
+  expression such as ``x - 1``."""
+  d = _dtype(x)
+  py = _py_type.get(d.kind)
+  if py is not None and dtypes.python_scalar_dtype(py) == d:
+    return py(value)
+  return lax._convert_element_type(np.array(value, d), d, True)
+
+
+def _dtype(x):
+  return x.dtype if hasattr(x, "dtype") else core.get_aval(x).dtype
+
+
+def _full_like(x, value, dtype=None):
+  from pyjax._src.lax import shapes as lax_s
+  return lax_s.full_like(x, value, dtype)
+
+
+def _is_bool(x):
+  return _dtype(x) == dtypes.bool_
+
+
+def _is_int(x):
+  return dtypes.is_int(_dtype(x))
+
+
+def _is_complex(x):
+  return dtypes.is_complex(_dtype(x))
+
+
+def _is_float(x):
+  return dtypes.is_float(_dtype(x))
+
+
+def _where(c, x, y):
+  """jnp.where for operands of equal rank (or rank 0): promotes x and y (Python scalars
+  are weak) and broadcasts size-1 and rank-0 operands."""
+  x, y = promote_dtypes(x, y)
+  sc, sx, sy = np.shape(c), np.shape(x), np.shape(y)
+  if sx != sy or (sc and sc != sx):
+    from pyjax._src.lax import shapes as lax_s
+    shape = np.broadcast_shapes(sc, sx, sy)
+    c, x, y = (lax_s.broadcast_in_dim(v, shape, tuple(range(len(shape) - len(s), len(shape))))
+               for v, s in ((c, sc), (x, sx), (y, sy)))
+  return lax.select(c, x, y)
+
+
+# --- one-to-one wrappers ----------------------------------------------------------------
 def _one_to_one_unop(name, lax_fn, inexact=False):
   if inexact:
     def f(x, /):
@@ -36,8 +116,8 @@ def _one_to_one_unop(name, lax_fn, inexact=False):
   return f
 
 
-def _one_to_one_binop(name, lax_fn, inexact=False):
-  promote = promote_args_inexact if inexact else promote_args
+def _one_to_one_binop(name, lax_fn, inexact=False, numeric=False):
+  promote = promote_args_inexact if inexact else promote_args_numeric if numeric else promote_args
 
   def f(x, y, /):
     x, y = promote(name, x, y)
@@ -49,8 +129,6 @@ def _one_to_one_binop(name, lax_fn, inexact=False):
   return f
 
 
-fabs = _one_to_one_unop("fabs", lax.abs, True)
-floor_ = None
 exp = _one_to_one_unop("exp", lax.exp, True)
 exp2 = _one_to_one_unop("exp2", lax.exp2, True)
 log = _one_to_one_unop("log", lax.log, True)
@@ -70,66 +148,89 @@ arccosh = _one_to_one_unop("arccosh", lax.acosh, True)
 arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
+sign = _one_to_one_unop("sign", lax.sign)
+negative = _one_to_one_unop("negative", lax.neg)
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
 __all__ += ["asin", "acos", "atan", "asinh", "acosh", "atanh"]
-add = _one_to_one_binop("add", lax.add)
-multiply = _one_to_one_binop("multiply", lax.mul)
-nextafter = _one_to_one_binop("nextafter", lax.nextafter, True)
-arctan2 = _one_to_one_binop("arctan2", lax.atan2, True)
+
+subtract = _one_to_one_binop("subtract", lax.sub)
+nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
+arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
 atan2 = arctan2
 __all__.append("atan2")
 equal = _one_to_one_binop("equal", lax.eq)
 not_equal = _one_to_one_binop("not_equal", lax.ne)
-less = _one_to_one_binop("less", lax.lt)
-less_equal = _one_to_one_binop("less_equal", lax.le)
-greater = _one_to_one_binop("greater", lax.gt)
-greater_equal = _one_to_one_binop("greater_equal", lax.ge)
+
+
+def _ordering(name, lax_fn):
+  """Comparisons; complex operands compare lexicographically (real part, then imaginary),
+  handled when lax rejects the dtype so the hot path is one lax call."""
+  def f(x, y, /):
+    x, y = promote_args(name, x, y)
+    try:
+      return lax_fn(x, y)
+    except TypeError:
+      if _is_complex(x):
+        return _complex_or_real_cmp(x, y, lax_fn)
+      raise
+  f.__name__ = f.__qualname__ = name
+  f.__doc__ = f"jnp.{name}: elementwise comparison with broadcasting, as numpy.{name}."
+  __all__.append(name)
+  return f
+
+
+less = _ordering("less", lax.lt)
+less_equal = _ordering("less_equal", lax.le)
+greater = _ordering("greater", lax.gt)
+greater_equal = _ordering("greater_equal", lax.ge)
 maximum = _one_to_one_binop("maximum", lax.max)
 minimum = _one_to_one_binop("minimum", lax.min)
-del floor_
+float_power = _one_to_one_binop("float_power", lax.pow, inexact=True)
+true_divide = _one_to_one_binop("true_divide", lax.div, inexact=True)
+divide = true_divide
+__all__.append("divide")
+
+# add/multiply of booleans are logical or/and (as in NumPy and JAX).  The bool case is
+# handled when lax rejects the dtype, so the hot path for numbers is one lax call.
+@_export
+def add(x, y, /):
+  """jnp.add: elementwise x + y with broadcasting; booleans give logical or."""
+  x, y = promote_args("add", x, y)
+  try:
+    return lax.add(x, y)
+  except TypeError:
+    if _dtype(x) == dtypes.bool_:
+      return lax.bitwise_or(x, y)
+    raise
 
 
 @_export
-def subtract(x, y, /):
-  x, y = promote_args("subtract", x, y)
-  if x.dtype == dtypes.bool_:
-    raise TypeError("numpy boolean subtract, the `-` operator, is not supported, use the "
-                    "bitwise_xor, the `^` operator, or the logical_xor function instead.")
-  return lax.sub(x, y)
+def multiply(x, y, /):
+  """jnp.multiply: elementwise x * y with broadcasting; booleans give logical and."""
+  x, y = promote_args("multiply", x, y)
+  try:
+    return lax.mul(x, y)
+  except TypeError:
+    if _dtype(x) == dtypes.bool_:
+      return lax.bitwise_and(x, y)
+    raise
 
 
-def _is_bool(x):
-  return x.dtype == dtypes.bool_
-
-
-def _is_int(x):
-  return dtypes.is_int(x.dtype)
-
-
-@_export
-def negative(x, /):
-  check_arraylike("negative", x)
-  x, = promote_dtypes(x)
-  if _is_bool(x):
-    raise TypeError("The numpy boolean negative, the `-` operator, is not supported, use "
-                    "the `~` operator or the logical_not function instead.")
-  return lax.neg(x)
-
-
+# --- unary functions that are not one primitive -----------------------------------------
 @_export
 def positive(x, /):
+  """jnp.positive: returns x (as an array)."""
   check_arraylike("positive", x)
-  x, = promote_dtypes(x)
-  if _is_bool(x):
-    raise TypeError("The numpy boolean positive is not supported")
-  return x
+  return asarray_weak(x)
 
 
 @_export
 def absolute(x, /):
+  """jnp.absolute: |x|; unsigned and bool inputs are returned unchanged."""
   check_arraylike("absolute", x)
-  x, = promote_dtypes(x)
-  if _is_bool(x) or dtypes.is_unsigned(x.dtype):
+  x = asarray_weak(x)
+  d = _dtype(x)
+  if d == dtypes.bool_ or dtypes.is_unsigned(d):
     return x
   return lax.abs(x)
 
@@ -139,63 +240,75 @@ __all__.append("abs")
 
 
 @_export
-def sign(x, /):
-  check_arraylike("sign", x)
-  x, = promote_dtypes(x)
-  if _is_bool(x):
-    return x
-  return lax.sign(x)
+def fabs(x, /):
+  """jnp.fabs: |x| as a float; complex inputs are a TypeError."""
+  check_arraylike("fabs", x)
+  if _is_complex(x):
+    raise TypeError("ufunc 'fabs' does not support complex dtypes")
+  x, = promote_dtypes_inexact(x)
+  return lax.abs(x)
 
 
 def _floor_like(name, lax_fn):
   def f(x, /):
     check_arraylike(name, x)
-    x, = promote_dtypes(x)
-    if _is_bool(x) or _is_int(x):
-      return lax._convert_element_type(x, x.dtype, x.weak_type)
-    if dtypes.is_complex(x.dtype):
-      raise ValueError(f"jnp.{name} is not well defined for complex-valued inputs.")
+    x = asarray_weak(x)
+    if _is_int(x) or _is_bool(x):
+      return x
     return lax_fn(x)
-  f.__name__ = name
+  f.__name__ = f.__qualname__ = name
+  f.__doc__ = f"jnp.{name}: integer and bool inputs are returned unchanged."
   __all__.append(name)
   return f
 
 
 floor = _floor_like("floor", lax.floor)
 ceil = _floor_like("ceil", lax.ceil)
-rint = _floor_like("rint", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN))
-trunc = _floor_like("trunc", lambda x: lax.select(lax.lt(x, lax._convert_element_type(0, x.dtype)), lax.ceil(x), lax.floor(x)))
+trunc = _floor_like("trunc", lambda x: _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x)))
 fix = trunc
 __all__.append("fix")
 
 
 @_export
-def round(a, decimals=0, out=None):
-  """jnp.round: ties to even, like NumPy."""
+def rint(x, /):
+  """jnp.rint: round half to even; integer and bool inputs become the default float."""
+  check_arraylike("rint", x)
+  x = asarray_weak(x)
+  if _is_int(x) or _is_bool(x):
+    return lax._convert_element_type(x, dtypes.to_inexact_dtype(_dtype(x)), False)
+  if _is_complex(x):
+    return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+  return lax.round(x, _RM.TO_NEAREST_EVEN)
+
+
+@_export
+def round(a, decimals=0, out=None):  # noqa: A001
+  """jnp.round: half to even, like NumPy; floats are scaled by 10**decimals."""
   if out is not None:
-    raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    raise ValueError("The 'out' argument to jnp.round is not supported.")
   check_arraylike("round", a)
-  a, = promote_dtypes(a)
-  decimals = int(decimals)
-  if _is_bool(a) or _is_int(a):
-    if decimals >= 0:
-      return a
-    factor = lax._convert_element_type(10 ** (-decimals), a.dtype)
-    return lax.mul(_round_float(lax.div(lax._convert_element_type(a, dtypes.default_float_dtype()), lax._convert_element_type(factor, dtypes.default_float_dtype())), 0).astype(a.dtype), factor)
-  if dtypes.is_complex(a.dtype):
+  decimals = operator.index(decimals)
+  a = asarray_weak(a)
+  d = _dtype(a)
+  if d == dtypes.bool_:
+    raise ValueError(f"data type {np.bool_!r} not inexact")
+  if dtypes.is_int(d):
+    if decimals < 0:
+      raise NotImplementedError("integer np.round not implemented for decimals < 0")
+    return a
+  if dtypes.is_complex(d):
     return lax.complex(_round_float(lax.real(a), decimals), _round_float(lax.imag(a), decimals))
   return _round_float(a, decimals)
 
 
 def _round_float(x, decimals):
   if decimals == 0:
-    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-  d = x.dtype
-  work = d if d in (dtypes.float32, dtypes.float64) else dtypes.float32
-  xw = lax._convert_element_type(x, work)
-  factor = lax._convert_element_type(10.0 ** decimals, work)
-  out = lax.div(lax.round(lax.mul(xw, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
-  return lax._convert_element_type(out, d, x.weak_type)
+    return lax.round(x, _RM.TO_NEAREST_EVEN)
+  d = _dtype(x)
+  xw = lax._convert_element_type(x, dtypes.float32, x.weak_type) if d == dtypes.float16 else x
+  factor = _const(xw, 10.0 ** decimals)
+  out = lax.div(lax.round(lax.mul(xw, factor), _RM.TO_NEAREST_EVEN), factor)
+  return lax._convert_element_type(out, d, x.weak_type) if d == dtypes.float16 else out
 
 
 around = round
@@ -203,132 +316,16 @@ __all__.append("around")
 
 
 @_export
-def true_divide(x, y, /):
-  x, y = promote_args_inexact("true_divide", x, y)
-  return lax.div(x, y)
-
-
-divide = true_divide
-__all__.append("divide")
-
-
-@_export
-def floor_divide(x, y, /):
-  x, y = promote_args_numeric("floor_divide", x, y)
-  d = x.dtype
-  if dtypes.is_int(d):
-    zero = lax._convert_element_type(0, d)
-    q = lax.div(x, y)
-    if dtypes.is_unsigned(d):
-      return q
-    r = lax.rem(x, y)
-    fix_ = lax.bitwise_and(lax.ne(r, zero), lax.ne(lax.lt(r, zero), lax.lt(y, zero)))
-    return lax.select(fix_, lax.sub(q, lax._convert_element_type(1, d)), q)
-  if dtypes.is_complex(d):
-    raise TypeError("floor_divide does not support complex-valued inputs.")
-  return _float_divmod(x, y)[0]
-
-
-def _float_divmod(x, y):
-  mod = lax.rem(x, y)
-  div = lax.div(lax.sub(x, mod), y)
-  zero = lax._convert_element_type(0, x.dtype)
-  ind = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
-  mod = lax.select(ind, lax.add(mod, y), mod)
-  div = lax.select(ind, lax.sub(div, lax._convert_element_type(1, x.dtype)), div)
-  return lax.round(div), mod
-
-
-@_export
-def remainder(x, y, /):
-  x, y = promote_args_numeric("remainder", x, y)
-  d = x.dtype
-  if dtypes.is_complex(d):
-    raise TypeError("remainder does not support complex-valued inputs.")
-  zero = lax._convert_element_type(0, d)
-  trunc_mod = lax.rem(x, y)
-  if dtypes.is_unsigned(d):
-    return trunc_mod
-  do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(y, zero)), lax.ne(trunc_mod, zero))
-  return lax.select(do_plus, lax.add(trunc_mod, y), trunc_mod)
-
-
-mod = remainder
-__all__.append("mod")
-
-
-@_export
-def fmod(x1, x2, /):
-  x1, x2 = promote_args_numeric("fmod", x1, x2)
-  return lax.rem(x1, x2)
-
-
-@_export
-def divmod(x1, x2, /):  # noqa: A001
-  x1, x2 = promote_args_numeric("divmod", x1, x2)
-  if dtypes.is_int(x1.dtype):
-    return floor_divide(x1, x2), remainder(x1, x2)
-  return _float_divmod(x1, x2)
-
-
-@_export
-def power(x1, x2, /):
-  """jnp.power: integer exponents use repeated multiplication like JAX."""
-  check_arraylike("power", x1, x2)
-  from pyjax._src import core
-  if type(x2) is int and not isinstance(x1, (int, float, complex)):
-    x1, = promote_dtypes(x1)
-    if _is_bool(x1):
-      x1 = lax._convert_element_type(x1, dtypes.default_int_dtype())
-    return lax.integer_pow(x1, x2)
-  x1, x2 = promote_args_numeric("power", x1, x2)
-  d = x1.dtype
-  if dtypes.is_int(d):
-    return _int_power(x1, x2)
-  return lax.pow(x1, x2)
-
-
-def _int_power(x, y):
-  from pyjax._src.numpy.util import promote_shapes as _ps
-  d = x.dtype
-  # exponentiation by squaring over the bits of y (negative exponents give 0 like JAX, except 1/-1)
-  one = lax._convert_element_type(1, d)
-  zero = lax._convert_element_type(0, d)
-  bits = 8 * d.itemsize
-  acc = lax.add(lax.mul(x, zero), lax.add(lax.mul(y, zero), one))
-  base = lax.add(x, lax.mul(y, zero))
-  yy = lax.add(y, lax.mul(x, zero))
-  for _ in range(bits):
-    acc = lax.select(lax.ne(lax.bitwise_and(yy, one), zero), lax.mul(acc, base), acc)
-    base = lax.mul(base, base)
-    yy = lax.shift_right_logical(yy, one)
-  if not dtypes.is_unsigned(d):
-    neg = lax.lt(y, zero)
-    acc = lax.select(neg, lax.select(lax.eq(x, one), one, lax.select(lax.eq(x, lax.neg(one)), lax.select(lax.eq(lax.bitwise_and(y, one), one), lax.neg(one), one), zero)), acc)
-  return acc
-
-
-pow = power  # noqa: A001
-__all__.append("pow")
-
-
-@_export
-def float_power(x, y, /):
-  x, y = promote_args_inexact("float_power", x, y)
-  return lax.pow(x, y)
-
-
-@_export
 def square(x, /):
+  """jnp.square: x * x; booleans are promoted to the default integer."""
   check_arraylike("square", x)
-  x, = promote_dtypes(x)
-  if _is_bool(x):
-    x = lax._convert_element_type(x, dtypes.default_int_dtype())
+  x, = promote_dtypes_numeric(x)
   return lax.square(x)
 
 
 @_export
 def reciprocal(x, /):
+  """jnp.reciprocal: 1 / x (integers are promoted to floats)."""
   check_arraylike("reciprocal", x)
   x, = promote_dtypes_inexact(x)
   return lax.integer_pow(x, -1)
@@ -338,47 +335,37 @@ def reciprocal(x, /):
 def log2(x, /):
   check_arraylike("log2", x)
   x, = promote_dtypes_inexact(x)
-  return lax.div(lax.log(x), lax.log(lax._convert_element_type(2, x.dtype)))
+  if _is_complex(x):
+    r = lax.log(x)
+    ln2 = lax.log(_constant_like(lax.real(r), 2))
+    return lax.complex(lax.div(lax.real(r), ln2), lax.div(lax.imag(r), ln2))
+  return lax.div(lax.log(x), lax.log(_constant_like(x, 2)))
 
 
 @_export
 def log10(x, /):
   check_arraylike("log10", x)
   x, = promote_dtypes_inexact(x)
-  return lax.div(lax.log(x), lax.log(lax._convert_element_type(10, x.dtype)))
-
-
-@_export
-def logaddexp(x1, x2, /):
-  x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-  amax = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  isnan = lax.ne(delta, delta)
-  out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-  return lax.select(isnan, lax.add(x1, x2), out)
-
-
-@_export
-def logaddexp2(x1, x2, /):
-  x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
-  ln2 = lax._convert_element_type(np.log(2), x1.dtype)
-  amax = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  isnan = lax.ne(delta, delta)
-  out = lax.add(amax, lax.div(lax.log1p(lax.exp2(lax.neg(lax.abs(delta)))), ln2))
-  return lax.select(isnan, lax.add(x1, x2), out)
+  r = lax.log(x)
+  if _is_complex(x):
+    re, im = lax.real(r), lax.imag(r)
+    c = _constant_like(re, np.log10(np.e))
+    return lax.complex(lax.mul(re, c), lax.mul(im, c))
+  return lax.mul(r, _constant_like(r, np.log10(np.e)))
 
 
 @_export
 def deg2rad(x, /):
+  check_arraylike("deg2rad", x)
   x, = promote_dtypes_inexact(x)
-  return lax.mul(x, lax._convert_element_type(np.pi / 180, x.dtype))
+  return lax.mul(x, _const(x, np.pi / 180))
 
 
 @_export
 def rad2deg(x, /):
+  check_arraylike("rad2deg", x)
   x, = promote_dtypes_inexact(x)
-  return lax.mul(x, lax._convert_element_type(180 / np.pi, x.dtype))
+  return lax.mul(x, _const(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -386,209 +373,131 @@ __all__ += ["radians", "degrees"]
 
 
 @_export
-def hypot(x1, x2, /):
-  x1, x2 = promote_args_inexact("hypot", x1, x2)
-  x1, x2 = lax.abs(x1), lax.abs(x2)
-  big, small = lax.max(x1, x2), lax.min(x1, x2)
-  zero = lax._convert_element_type(0, big.dtype)
-  safe = lax.select(lax.eq(big, zero), lax._convert_element_type(1, big.dtype), big)
-  r = lax.div(small, safe)
-  out = lax.mul(big, lax.sqrt(lax.add(lax._convert_element_type(1, big.dtype), lax.mul(r, r))))
-  return lax.select(lax.eq(big, zero), zero, out)
-
-
-@_export
 def sinc(x, /):
+  """jnp.sinc: sin(pi x) / (pi x), and 1 at x == 0."""
   check_arraylike("sinc", x)
   x, = promote_dtypes_inexact(x)
-  zero = lax._convert_element_type(0, x.dtype)
-  pi_x = lax.mul(lax._convert_element_type(np.pi, x.dtype), x)
-  safe = lax.select(lax.eq(x, zero), lax._convert_element_type(1, x.dtype), pi_x)
-  return lax.select(lax.eq(x, zero), lax._convert_element_type(1, x.dtype), lax.div(lax.sin(safe), safe))
+  eq_zero = lax.eq(x, _const(x, 0))
+  pi_x = lax.mul(_const(x, np.pi), x)
+  safe = _where(eq_zero, _full_like(x, 1), pi_x)
+  return _where(eq_zero, _full_like(x, 1), lax.div(lax.sin(safe), safe))
 
 
 @_export
-def copysign(x1, x2, /):
-  x1, x2 = promote_args_inexact("copysign", x1, x2)
-  if dtypes.is_complex(x1.dtype):
-    raise TypeError("copysign does not support complex-valued inputs")
-  signbit_ = _signbit(x2)
-  return lax.select(signbit_, lax.neg(lax.abs(x1)), lax.abs(x1))
+def i0(x):
+  """jnp.i0: modified Bessel function of order 0 (real inputs only)."""
+  check_arraylike("i0", x)
+  x, = promote_dtypes_inexact(x)
+  if _is_complex(x):
+    raise ValueError(f"Unsupported input type to jax.numpy.i0: {_dtype(x)}")
+  ax = lax.abs(x)
+  return lax.mul(lax.exp(ax), lax.bessel_i0e(ax))
+
+
+# --- classification ---------------------------------------------------------------------
+@_export
+def isfinite(x, /):
+  check_arraylike("isfinite", x)
+  x = asarray_weak(x)
+  if _is_float(x):
+    return lax.is_finite(x)
+  if _is_complex(x):
+    return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+  return _full_like(x, True, dtypes.bool_)
+
+
+def _isinf(x):
+  if _is_float(x):
+    return lax.eq(lax.abs(x), _constant_like(x, np.inf))
+  if _is_complex(x):
+    return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+  return _full_like(x, False, dtypes.bool_)
+
+
+@_export
+def isinf(x, /):
+  check_arraylike("isinf", x)
+  return _isinf(asarray_weak(x))
+
+
+def _isnan(x):
+  return lax.ne(x, x)
+
+
+@_export
+def isnan(x, /):
+  check_arraylike("isnan", x)
+  return _isnan(asarray_weak(x))
+
+
+def _isposneginf(name, value):
+  def f(x, /):
+    check_arraylike(name, x)
+    x = asarray_weak(x)
+    if _is_complex(x):
+      raise ValueError("isposinf/isneginf are not well defined for complex types")
+    if _is_float(x):
+      return lax.eq(x, _constant_like(x, value))
+    return _full_like(x, False, dtypes.bool_)
+  f.__name__ = f.__qualname__ = name
+  __all__.append(name)
+  return f
+
+
+isposinf = _isposneginf("isposinf", np.inf)
+isneginf = _isposneginf("isneginf", -np.inf)
 
 
 def _signbit(x):
-  d = x.dtype
+  d = _dtype(x)
   if dtypes.is_int(d):
-    return lax.lt(x, lax._convert_element_type(0, d))
+    return lax.lt(x, _constant_like(x, 0))
   if d == dtypes.bool_:
-    return lax.ne(x, x)
-  nbits = d.itemsize * 8
-  int_t = {16: dtypes.int16, 32: dtypes.int32, 64: dtypes.int64}.get(nbits, dtypes.int32)
-  if nbits not in (16, 32, 64):
-    x = lax._convert_element_type(x, dtypes.float32)
-    int_t = dtypes.int32
-  bits = lax.bitcast_convert_type(x, int_t)
-  return lax.lt(bits, lax._convert_element_type(0, int_t))
+    return _full_like(x, False, dtypes.bool_)
+  if dtypes.is_complex(d):
+    raise ValueError(f"jax.numpy.signbit is not well defined for {d}")
+  bits = d.itemsize * 8
+  int_t = np.dtype(f"int{bits}")
+  i = lax.bitcast_convert_type(x, int_t)
+  return lax.convert_element_type(lax.shift_right_arithmetic(i, _constant_like(i, bits - 1)),
+                                  dtypes.bool_)
 
 
 @_export
 def signbit(x, /):
   check_arraylike("signbit", x)
-  x, = promote_dtypes(x)
-  return _signbit(x)
+  return _signbit(asarray_weak(x))
 
 
 @_export
-def logical_and(x1, x2, /):
-  x1, x2 = promote_args("logical_and", x1, x2)
-  return lax.bitwise_and(_to_bool(x1), _to_bool(x2))
+def copysign(x1, x2, /):
+  """jnp.copysign: |x1| with the sign bit of x2."""
+  x1, x2 = promote_args_inexact("copysign", x1, x2)
+  if _is_complex(x1):
+    raise TypeError("copysign does not support complex-valued inputs")
+  return _where(_signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
 
 
-@_export
-def logical_or(x1, x2, /):
-  x1, x2 = promote_args("logical_or", x1, x2)
-  return lax.bitwise_or(_to_bool(x1), _to_bool(x2))
-
-
-@_export
-def logical_xor(x1, x2, /):
-  x1, x2 = promote_args("logical_xor", x1, x2)
-  return lax.bitwise_xor(_to_bool(x1), _to_bool(x2))
-
-
-@_export
-def logical_not(x, /):
-  check_arraylike("logical_not", x)
-  x, = promote_dtypes(x)
-  return lax.bitwise_not(_to_bool(x))
-
-
-def _to_bool(x):
-  if x.dtype == dtypes.bool_:
-    return x
-  return lax.ne(x, lax._convert_element_type(0, x.dtype))
-
-
-def _bitwise_binop(name, fn):
-  def f(x, y, /):
-    x, y = promote_args(name, x, y)
-    if not (dtypes.is_int(x.dtype) or x.dtype == dtypes.bool_):
-      raise TypeError(f"{name} does not accept dtype {x.dtype.name}. Accepted dtypes are "
-                      "subtypes of integer, bool.")
-    return fn(x, y)
-  f.__name__ = name
-  __all__.append(name)
-  return f
-
-
-bitwise_and = _bitwise_binop("bitwise_and", lax.bitwise_and)
-bitwise_or = _bitwise_binop("bitwise_or", lax.bitwise_or)
-bitwise_xor = _bitwise_binop("bitwise_xor", lax.bitwise_xor)
-
-
-@_export
-def bitwise_not(x, /):
-  check_arraylike("bitwise_not", x)
-  x, = promote_dtypes(x)
-  return lax.bitwise_not(x)
-
-
-invert = bitwise_not
-bitwise_invert = bitwise_not
-__all__ += ["invert", "bitwise_invert"]
-
-
-def _shift(name, fn_signed, fn_unsigned=None):
-  def f(x1, x2, /):
-    x1, x2 = promote_args(name, x1, x2)
-    if not dtypes.is_int(x1.dtype):
-      raise TypeError(f"{name} does not accept dtype {x1.dtype.name}.")
-    fn = fn_unsigned if (fn_unsigned is not None and dtypes.is_unsigned(x1.dtype)) else fn_signed
-    return fn(x1, x2)
-  f.__name__ = name
-  __all__.append(name)
-  return f
-
-
-left_shift = _shift("left_shift", lax.shift_left)
-right_shift = _shift("right_shift", lax.shift_right_arithmetic, lax.shift_right_logical)
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
-__all__ += ["bitwise_left_shift", "bitwise_right_shift"]
-
-
-@_export
-def bitwise_count(x, /):
-  check_arraylike("bitwise_count", x)
-  x, = promote_dtypes(x)
-  return lax._convert_element_type(lax.population_count(lax.abs(x) if not dtypes.is_unsigned(x.dtype) else x), dtypes.uint8)
-
-
-def _isfinite_like(name, fn):
-  def f(x, /):
-    check_arraylike(name, x)
-    x, = promote_dtypes(x)
-    return fn(x)
-  f.__name__ = name
-  __all__.append(name)
-  return f
-
-
-def _isfinite(x):
-  d = x.dtype
-  if dtypes.is_float(d):
-    return lax.is_finite(x)
-  if dtypes.is_complex(d):
-    return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
-  return _full_bool(x, True)
-
-
-def _full_bool(x, v):
-  return lax.eq(x, x) if v else lax.ne(x, x)
-
-
-def _isinf(x):
-  d = x.dtype
-  if dtypes.is_float(d):
-    return lax.eq(lax.abs(x), lax._convert_element_type(np.inf, d))
-  if dtypes.is_complex(d):
-    return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
-  return lax.ne(x, x) if d != dtypes.bool_ else lax.bitwise_and(x, lax.bitwise_not(x))
-
-
-def _isnan(x):
-  if dtypes.is_inexact(x.dtype):
-    return lax.ne(x, x)
-  return lax.ne(x, x) if x.dtype != dtypes.bool_ else lax.bitwise_and(x, lax.bitwise_not(x))
-
-
-isfinite = _isfinite_like("isfinite", _isfinite)
-isinf = _isfinite_like("isinf", _isinf)
-isnan = _isfinite_like("isnan", _isnan)
-isposinf = _isfinite_like("isposinf", lambda x: lax.bitwise_and(_isinf(x), lax.bitwise_not(_signbit(x))) if dtypes.is_float(x.dtype) else _full_bool(x, False))
-isneginf = _isfinite_like("isneginf", lambda x: lax.bitwise_and(_isinf(x), _signbit(x)) if dtypes.is_float(x.dtype) else _full_bool(x, False))
-
-
+# --- complex parts ----------------------------------------------------------------------
 @_export
 def real(val, /):
   check_arraylike("real", val)
-  val, = promote_dtypes(val)
-  return lax.real(val) if dtypes.is_complex(val.dtype) else val
+  val = asarray_weak(val)
+  return lax.real(val) if _is_complex(val) else val
 
 
 @_export
 def imag(val, /):
   check_arraylike("imag", val)
-  val, = promote_dtypes(val)
-  if dtypes.is_complex(val.dtype):
-    return lax.imag(val)
-  return lax.mul(val, lax._convert_element_type(0, val.dtype, val.weak_type))
+  val = asarray_weak(val)
+  return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
 
 
 @_export
 def conjugate(x, /):
   check_arraylike("conjugate", x)
-  x, = promote_dtypes(x)
-  return lax.conj(x) if dtypes.is_complex(x.dtype) else x
+  x = asarray_weak(x)
+  return lax.conj(x) if _is_complex(x) else x
 
 
 conj = conjugate
@@ -597,116 +506,418 @@ __all__.append("conj")
 
 @_export
 def angle(z, deg=False):
-  z, = promote_dtypes_inexact(z)
-  if dtypes.is_complex(z.dtype):
+  """jnp.angle: the argument of z (atan2(imag, real)), in degrees if ``deg``."""
+  check_arraylike("angle", z)
+  z = asarray_weak(z)
+  if _is_complex(z):
     re, im = lax.real(z), lax.imag(z)
   else:
-    re, im = z, lax.mul(z, lax._convert_element_type(0, z.dtype))
+    re = lax._convert_element_type(z, dtypes.to_inexact_dtype(_dtype(z)), False)
+    im = _constant_like(re, 0)
   out = lax.atan2(im, re)
-  return rad2deg(out) if deg else out
+  return lax.mul(out, _const(out, 180 / np.pi)) if deg else out
+
+
+# --- logical and bitwise ----------------------------------------------------------------
+def _to_bool(x):
+  return x if _is_bool(x) else lax.ne(x, _const(x, 0))
+
+
+def _logical_binop(name, lax_fn):
+  def f(x1, x2, /):
+    x1, x2 = promote_args(name, x1, x2)
+    return lax_fn(_to_bool(x1), _to_bool(x2))
+  f.__name__ = f.__qualname__ = name
+  __all__.append(name)
+  return f
+
+
+logical_and = _logical_binop("logical_and", lax.bitwise_and)
+logical_or = _logical_binop("logical_or", lax.bitwise_or)
+logical_xor = _logical_binop("logical_xor", lax.bitwise_xor)
+
+
+@_export
+def logical_not(x, /):
+  check_arraylike("logical_not", x)
+  return lax.bitwise_not(_to_bool(asarray_weak(x)))
+
+
+bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
+bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
+bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
+
+
+@_export
+def bitwise_not(x, /):
+  check_arraylike("bitwise_not", x)
+  return lax.bitwise_not(asarray_weak(x))
+
+
+invert = bitwise_not
+bitwise_invert = bitwise_not
+__all__ += ["invert", "bitwise_invert"]
+
+
+@_export
+def left_shift(x1, x2, /):
+  """jnp.left_shift: x1 << x2 (booleans are promoted to the default integer)."""
+  x1, x2 = promote_args_numeric("left_shift", x1, x2)
+  return lax.shift_left(x1, x2)
+
+
+@_export
+def right_shift(x1, x2, /):
+  """jnp.right_shift: arithmetic for signed integers, logical for unsigned ones."""
+  x1, x2 = promote_args_numeric("right_shift", x1, x2)
+  if dtypes.is_unsigned(_dtype(x1)):
+    return lax.shift_right_logical(x1, x2)
+  return lax.shift_right_arithmetic(x1, x2)
+
+
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+__all__ += ["bitwise_left_shift", "bitwise_right_shift"]
+
+
+@_export
+def bitwise_count(x, /):
+  """jnp.bitwise_count: the number of set bits of |x|, as uint8."""
+  check_arraylike("bitwise_count", x)
+  x, = promote_dtypes_numeric(x)
+  if not dtypes.is_unsigned(_dtype(x)):
+    x = lax.abs(x)
+  return lax.convert_element_type(lax.population_count(x), dtypes.uint8)
+
+
+# --- division, remainder, powers --------------------------------------------------------
+def _int_floor_divide(x1, x2):
+  q = lax.div(x1, x2)
+  if dtypes.is_unsigned(_dtype(x1)):
+    return q
+  select = lax.bitwise_and(lax.ne(lax.sign(x1), lax.sign(x2)),
+                           lax.ne(lax.rem(x1, x2), _weak_const(x1, 0)))
+  return _where(select, lax.sub(q, _weak_const(q, 1)), q)
+
+
+def _float_divmod(x1, x2):
+  mod = lax.rem(x1, x2)
+  div = lax.div(_where(lax.eq(x2, _weak_const(x2, 0)), x1, lax.sub(x1, mod)), x2)
+  ind = lax.bitwise_and(lax.ne(mod, _weak_const(mod, 0)), lax.ne(lax.sign(x2), lax.sign(mod)))
+  mod = _where(ind, lax.add(mod, x2), mod)
+  div = _where(ind, lax.sub(div, _weak_const(div, 1)), div)
+  return lax.round(div), mod
+
+
+@_export
+def floor_divide(x1, x2, /):
+  """jnp.floor_divide: x1 // x2 (integer x // 0 follows XLA: -1 for signed types, the
+  maximum for unsigned ones)."""
+  x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+  d = _dtype(x1)
+  if dtypes.is_int(d):
+    return _int_floor_divide(x1, x2)
+  if dtypes.is_complex(d):
+    raise TypeError("floor_divide does not support complex-valued inputs")
+  return _float_divmod(x1, x2)[0]
+
+
+@_export
+def remainder(x1, x2, /):
+  """jnp.remainder: x1 % x2 with the sign of x2; integer x % 0 is 0."""
+  x1, x2 = promote_args_numeric("remainder", x1, x2)
+  zero = _const(x1, 0)
+  if _is_int(x1):
+    x2 = _where(lax.eq(x2, zero), _full_like(x2, 1), x2)
+  trunc_mod = lax.rem(x1, x2)
+  do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)),
+                            lax.ne(trunc_mod, zero))
+  return _where(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+mod = remainder
+__all__.append("mod")
+
+
+@_export
+def fmod(x1, x2, /):
+  """jnp.fmod: remainder with the sign of x1; integer x % 0 is 0 (boolean inputs follow
+  XLA's x % 0 == x, as in JAX)."""
+  check_arraylike("fmod", x1, x2)
+  is_int = dtypes.is_int(dtypes.lattice_result_type(x1, x2)[0])
+  x1, x2 = promote_args_numeric("fmod", x1, x2)
+  if is_int:
+    x2 = _where(lax.eq(x2, _const(x2, 0)), _full_like(x2, 1), x2)
+  return lax.rem(x1, x2)
+
+
+@_export
+def divmod(x1, x2, /):  # noqa: A001
+  """jnp.divmod: (floor_divide(x1, x2), remainder(x1, x2))."""
+  x1, x2 = promote_args_numeric("divmod", x1, x2)
+  if _is_int(x1):
+    return floor_divide(x1, x2), remainder(x1, x2)
+  return _float_divmod(x1, x2)
+
+
+def _is_static_int(x):
+  """A concrete integer exponent that jnp.power turns into lax.integer_pow."""
+  if isinstance(x, (int, np.integer)) and not isinstance(x, np.bool_):
+    return True
+  return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu"
+
+
+@_export
+def power(x1, x2, /):
+  """jnp.power: x1 ** x2.
+
+  A concrete integer exponent (Python int, NumPy integer scalar or 0-d array) becomes
+  ``lax.integer_pow`` on x1 alone, whose dtype is kept; integer arrays are raised by
+  repeated squaring over the low 6 bits of the exponent (like JAX); float x1 with an
+  integer array x2 uses ``lax.pow`` with the integer exponent."""
+  check_arraylike("power", x1, x2)
+  if _is_static_int(x2):
+    x1, = promote_dtypes_numeric(x1)
+    return lax.integer_pow(x1, int(x2))
+  x2_int = _is_int(x2) if not isinstance(x2, (bool, float, complex)) else False
+  x1p, x2p = promote_args_numeric("power", x1, x2)
+  d = _dtype(x1p)
+  if dtypes.is_int(d):
+    return _int_power(x1p, x2p)
+  if x2_int and dtypes.is_inexact(d):
+    x1b, x2b = promote_shapes("power", x1p, asarray_weak(x2))
+    return lax.pow(x1b, x2b)
+  return lax.pow(x1p, x2p)
+
+
+def _int_power(x1, x2):
+  """Repeated squaring over the low 6 bits of the exponent, as JAX does for integer
+  arrays (x ** 64 and beyond overflows every integer type)."""
+  zero, one = _const(x1, 0), _const(x1, 1)
+  acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, _const(x2, 0))), zero, one)
+  for _ in range(6):
+    acc = _where(lax.ne(lax.bitwise_and(x2, one), zero), lax.mul(acc, x1), acc)
+    x1 = lax.mul(x1, x1)
+    x2 = lax.shift_right_logical(x2, one)
+  return acc
+
+
+pow = power  # noqa: A001
+__all__.append("pow")
+
+
+@_export
+def logaddexp(x1, x2, /):
+  """jnp.logaddexp: log(exp(x1) + exp(x2)) without overflow."""
+  x1, x2 = promote_args_inexact("logaddexp", x1, x2)
+  if _is_complex(x1):
+    return _complex_logaddexp(x1, x2, lax.exp, None, np.pi)
+  amax = lax.max(x1, x2)
+  delta = lax.sub(x1, x2)
+  out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
+  return _where(_isnan(delta), lax.add(x1, x2), out)
+
+
+@_export
+def logaddexp2(x1, x2, /):
+  """jnp.logaddexp2: log2(2**x1 + 2**x2) without overflow."""
+  x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+  if _is_complex(x1):
+    return _complex_logaddexp(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
+  amax = lax.max(x1, x2)
+  delta = lax.sub(x1, x2)
+  t = lax.log1p(lax.exp2(lax.neg(lax.abs(delta))))
+  out = lax.add(amax, lax.mul(_const(t, 1 / np.log(2)), t))
+  return _where(_isnan(delta), lax.add(x1, x2), out)
+
+
+def _complex_logaddexp(x1, x2, exp_fn, scale, half_period):
+  amax = lax.max(x1, x2)
+  t = lax.log1p(exp_fn(lax.sub(lax.add(x1, x2), lax.mul(amax, _const(amax, 2)))))
+  if scale is not None:
+    t = lax.mul(_const(t, scale), t)
+  out = lax.add(amax, t)
+  re, im = lax.real(out), lax.imag(out)
+  # the imaginary part is wrapped into [-half_period, half_period)
+  m = lax.rem(lax.add(im, _const(im, half_period)), _const(im, 2 * half_period))
+  m = _where(lax.lt(m, _const(m, 0)), lax.add(m, _const(m, 2 * half_period)), m)
+  return lax.complex(re, lax.sub(m, _const(m, half_period)))
+
+
+@_export
+def hypot(x1, x2, /):
+  """jnp.hypot: sqrt(x1**2 + x2**2) without overflow; inf if either is infinite."""
+  x1, x2 = promote_args_inexact("hypot", x1, x2)
+  if _is_complex(x1):
+    raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                     "convert to real values first, such as by using abs(x)")
+  x1, x2 = lax.abs(x1), lax.abs(x2)
+  inf = _const(x1, np.inf)
+  idx_inf = lax.bitwise_or(lax.eq(x1, inf), lax.eq(x2, inf))
+  big, small = lax.max(x1, x2), lax.min(x1, x2)
+  zero = lax.eq(big, _const(big, 0))
+  r = lax.div(small, _where(zero, _full_like(big, 1), big))
+  out = lax.mul(big, lax.sqrt(lax.add(_const(r, 1), lax.square(r))))
+  out = _where(zero, big, out)
+  return _where(idx_inf, _full_like(out, np.inf), out)
 
 
 @_export
 def heaviside(x1, x2, /):
+  """jnp.heaviside: 0 for x1 < 0, 1 for x1 > 0, x2 at 0 (NaN x1 gives NaN)."""
   x1, x2 = promote_args_inexact("heaviside", x1, x2)
-  zero = lax._convert_element_type(0, x1.dtype)
-  one = lax._convert_element_type(1, x1.dtype)
-  return lax.select(lax.lt(x1, zero), zero, lax.select(lax.gt(x1, zero), one, x2))
+  zero, one = _const(x1, 0), _const(x1, 1)
+  mid = _where(_isnan(x1), x1, x2)
+  return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), one, mid))
+
+
+def _complex_or_real_cmp(x1, x2, real_cmp):
+  if not _is_complex(x1):
+    return real_cmp(x1, x2)
+  re1, re2 = lax.real(x1), lax.real(x2)
+  return lax.select(lax.eq(re1, re2), real_cmp(lax.imag(x1), lax.imag(x2)), real_cmp(re1, re2))
 
 
 @_export
 def fmax(x1, x2):
+  """jnp.fmax: elementwise maximum that ignores NaNs (complex: lexicographic)."""
   x1, x2 = promote_args("fmax", x1, x2)
-  return lax.select(_isnan(x2), x1, lax.select(_isnan(x1), x2, lax.max(x1, x2)))
+  pick = lax.bitwise_or(_complex_or_real_cmp(x1, x2, lax.gt), _isnan(x2))
+  return _where(pick, x1, x2)
 
 
 @_export
 def fmin(x1, x2):
+  """jnp.fmin: elementwise minimum that ignores NaNs (complex: lexicographic)."""
   x1, x2 = promote_args("fmin", x1, x2)
-  return lax.select(_isnan(x2), x1, lax.select(_isnan(x1), x2, lax.min(x1, x2)))
+  pick = lax.bitwise_or(_complex_or_real_cmp(x1, x2, lax.lt), _isnan(x2))
+  return _where(pick, x1, x2)
 
 
-@_export
-def gcd(x1, x2):
-  x1, x2 = promote_args("gcd", x1, x2)
-  if not dtypes.is_int(x1.dtype):
-    raise ValueError("Arguments to jax.numpy.gcd must be integers.")
-  a, b = lax.abs(x1), lax.abs(x2)
-  zero = lax._convert_element_type(0, a.dtype)
-  one = lax._convert_element_type(1, a.dtype)
-  a, b = lax.add(a, lax.mul(b, zero)), lax.add(b, lax.mul(a, zero))
-  for _ in range(8 * a.dtype.itemsize * 2):
+def _gcd(a, b):
+  """Euclid's algorithm, as JAX's while loop runs it: eagerly until every b is 0, traced
+  for a fixed number of steps that covers the dtype's range."""
+  zero = _const(b, 0)
+  weak = core.get_aval(a).weak_type and core.get_aval(b).weak_type and type(zero) is int
+  steps = int(1.45 * 8 * _dtype(a).itemsize) + 2
+  for _ in range(steps):
+    if not isinstance(b, core.Tracer) and not np.any(np.asarray(b)):
+      break
     nz = lax.ne(b, zero)
-    safe_b = lax.select(nz, b, one)
-    a, b = lax.select(nz, b, a), lax.select(nz, lax.rem(a, safe_b), b)
+    n = _where(nz, b, a)
+    q = _where(nz, lax.rem(a, b), zero)
+    swap = lax.lt(n, q)
+    a, b = _where(swap, q, n), _where(swap, n, q)
+  if core.get_aval(a).weak_type != weak:  # the loop carry's type is the body's
+    a = lax._convert_element_type(a, _dtype(a), weak)
   return a
 
 
 @_export
-def lcm(x1, x2):
-  x1, x2 = promote_args("lcm", x1, x2)
-  d = gcd(x1, x2)
-  zero = lax._convert_element_type(0, d.dtype)
-  one = lax._convert_element_type(1, d.dtype)
-  return lax.select(lax.eq(d, zero), zero, lax.abs(lax.mul(x1, lax.div(x2, lax.select(lax.eq(d, zero), one, d)))))
+def gcd(x1, x2):
+  """jnp.gcd: greatest common divisor of integers."""
+  x1, x2 = promote_args("gcd", x1, x2)
+  if not _is_int(x1):
+    raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+  a, b = absolute(x1), absolute(x2)
+  shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+  if np.shape(a) != shape or np.shape(b) != shape:
+    from pyjax._src.lax import shapes as lax_s
+    a = lax_s.broadcast_in_dim(a, shape, tuple(range(len(shape) - np.ndim(a), len(shape))))
+    b = lax_s.broadcast_in_dim(b, shape, tuple(range(len(shape) - np.ndim(b), len(shape))))
+  return _gcd(a, b)
 
 
 @_export
-def ldexp(x1, x2, /):
-  check_arraylike("ldexp", x1, x2)
-  x1, = promote_dtypes_inexact(x1)
-  x2 = asarray_weak(x2)
-  if not dtypes.is_int(x2.dtype):
-    raise ValueError(f"ldexp: x2 must have integer dtype, got {x2.dtype}")
-  x1, x2 = promote_shapes("ldexp", x1, x2)
-  two = lax._convert_element_type(2, x1.dtype)
-  return lax.mul(x1, lax.pow(two, x2))
+def lcm(x1, x2):
+  """jnp.lcm: least common multiple of integers (0 if either is 0)."""
+  x1, x2 = promote_args("lcm", x1, x2)
+  if not _is_int(x1):
+    raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+  a, b = absolute(x1), absolute(x2)
+  d = gcd(a, b)
+  return _where(lax.eq(d, _const(d, 0)), 0, lax.mul(a, floor_divide(b, d)))
 
 
 @_export
 def frexp(x, /):
+  """jnp.frexp: (mantissa, exponent) with x == mantissa * 2**exponent, 0.5 <= |m| < 1;
+  the exponent is int32."""
   check_arraylike("frexp", x)
   x, = promote_dtypes_inexact(x)
-  d = x.dtype
-  work = dtypes.float64 if d == dtypes.float64 else dtypes.float32
-  xw = lax._convert_element_type(x, work)
-  zero = lax._convert_element_type(0, work)
-  ok = lax.bitwise_and(lax.ne(xw, zero), lax.is_finite(xw))
-  ax = lax.abs(lax.select(ok, xw, lax._convert_element_type(1, work)))
-  e = lax.floor(lax.div(lax.log(ax), lax._convert_element_type(np.log(2), work)))
-  e = lax.add(e, lax._convert_element_type(1, work))
-  m = lax.div(xw, lax.pow(lax._convert_element_type(2, work), e))
-  # fix rounding in log2
-  big = lax.ge(lax.abs(m), lax._convert_element_type(1, work))
-  m = lax.select(big, lax.div(m, lax._convert_element_type(2, work)), m)
-  e = lax.select(big, lax.add(e, lax._convert_element_type(1, work)), e)
-  small = lax.lt(lax.abs(m), lax._convert_element_type(0.5, work))
-  m = lax.select(small, lax.mul(m, lax._convert_element_type(2, work)), m)
-  e = lax.select(small, lax.sub(e, lax._convert_element_type(1, work)), e)
-  m = lax.select(ok, m, xw)
-  e = lax.select(ok, e, zero)
-  return lax._convert_element_type(m, d), lax._convert_element_type(e, dtypes.int32)
+  if _is_complex(x):
+    raise TypeError("frexp does not support complex-valued inputs")
+  return _frexp(x)
+
+
+def _frexp(x):
+  d = _dtype(x)
+  info = dtypes.finfo(d)
+  nbits = d.itemsize * 8
+  int_t = np.dtype(f"int{nbits}")
+  nmant = int(info.nmant)
+  exp_mask = (1 << (nbits - 1 - nmant)) - 1
+  bias = exp_mask >> 1
+  denorm = lax.lt(lax.abs(x), _const(x, info.tiny))
+  x1 = _where(denorm, lax.mul(x, _const(x, 2.0 ** nmant)), x)
+  e_adj = _where(denorm, _full_like(x, -nmant, int_t), _full_like(x, 0, int_t))
+  bits = lax.bitcast_convert_type(x1, int_t)
+  e = lax.sub(lax.bitwise_and(lax.shift_right_arithmetic(bits, _const(bits, nmant)),
+                              _const(bits, exp_mask)), _const(bits, bias))
+  e = lax.add(e_adj, lax.add(e, _const(e, 1)))
+  clear = ~np.array(exp_mask << nmant, np.uint64).astype(int_t)  # clears the exponent field
+  m_bits = lax.bitwise_or(lax.bitwise_and(bits, np.array(clear, int_t)),
+                          _const(bits, (bias - 1) << nmant))
+  m = lax.bitcast_convert_type(m_bits, d)
+  special = lax.bitwise_or(lax.bitwise_or(_isinf(x), _isnan(x)), lax.eq(x, _const(x, 0)))
+  e = _where(special, _full_like(e, 0), e)
+  m = _where(special, x, m)
+  if int_t != dtypes.int32:
+    e = lax.convert_element_type(e, dtypes.int32)
+  return m, e
+
+
+@_export
+def ldexp(x1, x2, /):
+  """jnp.ldexp: x1 * 2**x2 for integer x2, without intermediate overflow."""
+  check_arraylike("ldexp", x1, x2)
+  d1, d2 = _dtype(x1), _dtype(x2)
+  if not (dtypes.is_int(d2) or d2 == dtypes.bool_):
+    raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
+  x1, x2 = promote_args_inexact("ldexp", x1, x2)
+  m, e = _frexp(x1)
+  e = lax.add(lax.convert_element_type(e, _dtype(x1)), x2)
+  pos = lax.gt(e, _const(e, 0))
+  m = _where(pos, lax.mul(m, _const(m, 2)), m)
+  e = _where(pos, lax.sub(e, _const(e, 1)), e)
+  x = lax.mul(m, lax.pow(_const(e, 2), e))
+  return _where(lax.bitwise_or(_isinf(x1), lax.eq(x1, _const(x1, 0))), x1, x)
 
 
 @_export
 def modf(x, /, out=None):
+  """jnp.modf: (fractional part, integral part), both with x's sign."""
   check_arraylike("modf", x)
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
   x, = promote_dtypes_inexact(x)
-  whole = trunc(x)
+  whole = _where(lax.ge(x, _const(x, 0)), lax.floor(x), lax.ceil(x))
   return lax.sub(x, whole), whole
 
 
 @_export
 def spacing(x, /):
+  """jnp.spacing: distance to the next representable number away from zero (float16:
+  toward +inf, as in JAX)."""
+  check_arraylike("spacing", x)
   x, = promote_dtypes_inexact(x)
-  inf = lax._convert_element_type(np.inf, x.dtype)
-  return lax.sub(lax.nextafter(x, lax.select(_signbit(x), lax.neg(inf), inf)), x)
-
-
-@_export
-def i0(x):
-  check_arraylike("i0", x)
-  x, = promote_dtypes_inexact(x)
-  ax = lax.abs(x)
-  return lax.mul(lax.exp(ax), lax.bessel_i0e(ax))
-
+  d = _dtype(x)
+  if dtypes.is_complex(d):
+    raise ValueError("jnp.spacing is not defined for complex inputs.")
+  if d == dtypes.float16:
+    return lax.sub(lax.nextafter(x, _where(True, _constant_like(x, np.inf), x)), x)
+  sb = _signbit(x)
+  t = lax.nextafter(x, _where(sb, _constant_like(x, -np.inf), _constant_like(x, np.inf)))
+  u = lax.sub(t, x)
+  tiny = dtypes.finfo(d).smallest_subnormal
+  smallest = _where(sb, _constant_like(x, -tiny), _constant_like(x, tiny))
+  return _where(lax.eq(u, _const(u, 0)), smallest, u)
