@@ -424,3 +424,154 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   return conv_general_dilated(lhs, rhs, (1,) * (ndims - 2), pads, strides, rhs_dilation, dn,
                               precision=precision,
                               preferred_element_type=preferred_element_type)
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# conv_general_dilated is bilinear.  The lhs transpose convolves the cotangent with the
+# spatially reversed kernel (input/output features swapped, strides become lhs dilation);
+# the rhs transpose convolves the lhs with the cotangent (feature groups become batch
+# groups and vice versa) -- JAX's formulas.  Cotangents are cast to the operand dtypes.
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _conv_sdims(spec):
+  return tuple(spec[2:])
+
+
+def _conv_spec_transpose(spec):
+  return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def _ad_dilate_shape(shape, dilation):
+  return tuple(_dilate_dim(d, r) for d, r in zip(shape, dilation))
+
+
+def _conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+                          lhs_dilation, rhs_dilation):
+  lhs_d = _ad_dilate_shape(in_shape, lhs_dilation)
+  rhs_d = _ad_dilate_shape(window_dimensions, rhs_dilation)
+  out_d = _ad_dilate_shape(out_shape, window_strides)
+  before = [r - lo - 1 for r, (lo, _) in zip(rhs_d, padding)]
+  after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_d, rhs_d, out_d, before)]
+  return tuple(zip(before, after))
+
+
+def _conv_vjp_rhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+                          lhs_dilation, rhs_dilation):
+  if not in_shape:
+    return ()
+  lhs_d = _ad_dilate_shape(in_shape, lhs_dilation)
+  rhs_d = _ad_dilate_shape(window_dimensions, rhs_dilation)
+  out_d = _ad_dilate_shape(out_shape, window_strides)
+  pads_lo = [lo for lo, _ in padding]
+  pads_from_lhs = [o - l for o, l in zip(out_d, lhs_d)]
+  pads_from_rhs = [r - lo - 1 for r, lo in zip(rhs_d, pads_lo)]
+  pads_hi = [a + b for a, b in zip(pads_from_lhs, pads_from_rhs)]
+  return tuple(zip(pads_lo, pads_hi))
+
+
+def _reshape_axis_out_of(src, size1, x):
+  from pyjax._src.lax import shapes as _shapes
+  shape = list(core.get_aval(x).shape)
+  size2 = shape[src] // size1
+  shape[src:src + 1] = [size1, size2]
+  return _shapes.reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
+
+
+def _reshape_axis_into(src, dst, x):
+  from pyjax._src.lax import shapes as _shapes
+  shape = core.get_aval(x).shape
+  perm = [i for i in range(len(shape)) if i != src]
+  perm.insert(dst, src)
+  new_shape = [d for i, d in enumerate(shape) if i != src]
+  new_shape[dst] *= shape[src]
+  same = perm == list(range(len(shape)))
+  return _shapes.reshape_p.bind(x, new_sizes=tuple(new_shape),
+                                dimensions=None if same else tuple(perm), sharding=None)
+
+
+def _cast_to(x, aval):
+  if core.get_aval(x).dtype != aval.dtype:
+    from pyjax._src.lax import elementwise as _ew
+    x = _ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type,
+                                        sharding=None)
+  return x
+
+
+def _conv_transpose_lhs(g, lhs_aval, rhs, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision):
+  from pyjax._src.lax import shapes as _shapes
+  lhs_shape = lhs_aval.shape
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  lhs_sdims, rhs_sdims, out_sdims = map(_conv_sdims, dimension_numbers)
+  t_rhs_spec = _conv_spec_transpose(rhs_spec)
+  if feature_group_count > 1:
+    rhs = _reshape_axis_out_of(rhs_spec[0], feature_group_count, rhs)
+    rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+  elif batch_group_count > 1:
+    rhs = _reshape_axis_out_of(rhs_spec[0], batch_group_count, rhs)
+    rhs = _reshape_axis_into(rhs_spec[0], rhs_spec[1], rhs)
+    feature_group_count = batch_group_count
+  rhs_shape = core.get_aval(rhs).shape
+  g_shape = core.get_aval(g).shape
+  trans_dn = ConvDimensionNumbers(tuple(out_spec), t_rhs_spec, tuple(lhs_spec))
+  pads = _conv_vjp_lhs_padding([lhs_shape[i] for i in lhs_sdims],
+                               [rhs_shape[i] for i in rhs_sdims], window_strides,
+                               [g_shape[i] for i in out_sdims], padding, lhs_dilation,
+                               rhs_dilation)
+  revd = _shapes.rev_p.bind(rhs, dimensions=tuple(rhs_sdims)) if rhs_sdims else rhs
+  g = _cast_to(g, core.get_aval(revd))
+  out = conv_general_dilated_p.bind(
+      g, revd, window_strides=tuple(lhs_dilation), padding=pads,
+      lhs_dilation=tuple(window_strides), rhs_dilation=tuple(rhs_dilation),
+      dimension_numbers=trans_dn, feature_group_count=feature_group_count,
+      batch_group_count=1, precision=precision, preferred_element_type=None,
+      out_sharding=None)
+  if batch_group_count > 1:
+    out = _reshape_axis_out_of(lhs_spec[1], batch_group_count, out)
+    out = _reshape_axis_into(lhs_spec[1], lhs_spec[0], out)
+  return _cast_to(out, lhs_aval)
+
+
+def _conv_transpose_rhs(g, lhs, rhs_aval, *, window_strides, padding, lhs_dilation,
+                        rhs_dilation, dimension_numbers, feature_group_count,
+                        batch_group_count, precision):
+  g_shape = core.get_aval(g).shape
+  if 0 in g_shape:
+    return _ad.Zero(_ad.tangent_aval(rhs_aval))
+  lhs_sdims, rhs_sdims, out_sdims = map(_conv_sdims, dimension_numbers)
+  lhs_trans, rhs_trans, out_trans = map(_conv_spec_transpose, dimension_numbers)
+  if batch_group_count > 1:
+    feature_group_count, batch_group_count = batch_group_count, 1
+  elif feature_group_count > 1:
+    batch_group_count, feature_group_count = feature_group_count, 1
+  trans_dn = ConvDimensionNumbers(lhs_trans, out_trans, rhs_trans)
+  lhs_shape = core.get_aval(lhs).shape
+  pads = _conv_vjp_rhs_padding([lhs_shape[i] for i in lhs_sdims],
+                               [rhs_aval.shape[i] for i in rhs_sdims], window_strides,
+                               [g_shape[i] for i in out_sdims], padding, lhs_dilation,
+                               rhs_dilation)
+  g = _cast_to(g, core.get_aval(lhs))
+  out = conv_general_dilated_p.bind(
+      lhs, g, window_strides=tuple(rhs_dilation), padding=pads,
+      lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(window_strides),
+      dimension_numbers=trans_dn, feature_group_count=feature_group_count,
+      batch_group_count=batch_group_count, precision=precision, preferred_element_type=None,
+      out_sharding=None)
+  return _cast_to(out, rhs_aval)
+
+
+def _conv_general_dilated_transpose(ct, lhs, rhs, *, preferred_element_type=None,
+                                    out_sharding=None, **params):
+  if _ad.is_undefined_primal(lhs) and _ad.is_undefined_primal(rhs):
+    raise ValueError("conv_general_dilated is not linear in both operands at once")
+  if _ad.is_undefined_primal(lhs):
+    return [_conv_transpose_lhs(ct, lhs.aval, rhs, **params), None]
+  return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
+
+
+_ad.defjvp(conv_general_dilated_p,
+           lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(g, rhs, **params),
+           lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, g, **params))
+_ad.primitive_transposes[conv_general_dilated_p] = _conv_general_dilated_transpose

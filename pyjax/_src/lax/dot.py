@@ -322,3 +322,74 @@ def batch_matmul(lhs, rhs, precision=None):
   batch = tuple(range(la.ndim - 2))
   return dot_general(lhs, rhs, (((la.ndim - 1,), (ra.ndim - 2,)), (batch, batch)),
                      precision=precision)
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# dot_general is bilinear: JVP = dot(t_lhs, rhs) + dot(lhs, t_rhs); each transpose is a
+# dot_general of the cotangent with the other operand followed by a transpose (JAX's
+# formulas), cast to the operand's dtype.
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _ad_aval(x):
+  return x.aval if _ad.is_undefined_primal(x) else core.get_aval(x)
+
+
+def _ranges_like(*xs):
+  start = 0
+  for x in xs:
+    n = len(x)
+    yield tuple(range(start, start + n))
+    start += n
+
+
+def _remaining(original, *removed_lists):
+  removed = set()
+  for r in removed_lists:
+    removed.update(r)
+  return [i for i in original if i not in removed]
+
+
+def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, swap_ans=False):
+  from pyjax._src.lax import shapes as _shapes
+  from pyjax._src.lax import elementwise as _ew
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  x_ndim = len(x_aval.shape)
+  y_ndim = len(core.get_aval(y).shape)
+  x_kept = _remaining(range(x_ndim), x_contract, x_batch)
+  y_kept = _remaining(range(y_ndim), y_contract, y_batch)
+  if swap_ans:
+    ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+  else:
+    ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+  dims = ((tuple(ans_y), tuple(y_kept)), (tuple(ans_batch), tuple(y_batch)))
+  x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+  out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
+  d = dot_general_p.bind(g, y, dimension_numbers=dims, precision=precision,
+                         preferred_element_type=None, out_sharding=None)
+  perm = tuple(int(i) for i in out_axes)
+  if perm != tuple(range(len(perm))):
+    d = _shapes.transpose_p.bind(d, permutation=perm)
+  if core.get_aval(d).dtype != x_aval.dtype:
+    d = _ew.convert_element_type_p.bind(d, new_dtype=x_aval.dtype, weak_type=x_aval.weak_type,
+                                        sharding=None)
+  return d
+
+
+def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None,
+                           preferred_element_type=None, out_sharding=None):
+  if _ad.is_undefined_primal(lhs) and _ad.is_undefined_primal(rhs):
+    raise ValueError("dot_general is not linear in both operands at once")
+  if _ad.is_undefined_primal(lhs):
+    return [_dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers=dimension_numbers,
+                               precision=precision), None]
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  swapped = ((y_contract, x_contract), (y_batch, x_batch))
+  return [None, _dot_transpose_lhs(ct, rhs.aval, lhs, dimension_numbers=swapped,
+                                   precision=precision, swap_ans=True)]
+
+
+_ad.defjvp(dot_general_p,
+           lambda g, lhs, rhs, **params: dot_general_p.bind(g, rhs, **params),
+           lambda g, lhs, rhs, **params: dot_general_p.bind(lhs, g, **params))
+_ad.primitive_transposes[dot_general_p] = _dot_general_transpose

@@ -13,3 +13,4 @@ from pyjax._src.lax.convolution import *  # noqa: F401,F403
 from pyjax._src.lax.sorting import *  # noqa: F401,F403
 from pyjax._src.lax.shapes import zeros_like_array  # noqa: F401  (internal, not in jax.lax)
 from pyjax._src.lax.elementwise import _convert_element_type  # noqa: F401
+from pyjax._src.lax.elementwise_ad import *  # noqa: F401,F403  (elementwise AD rules; stop_gradient)

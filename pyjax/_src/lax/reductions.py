@@ -445,3 +445,245 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
   outs = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
                        dimensions=dimensions)
   return tu.tree_unflatten(operand_tree, outs)
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# JVPs and transposes (pyjax._src.interpreters.ad's tables).  reduce_sum and cumsum are
+# linear; reduce_max/min split the tangent evenly among tied maxima; reduce_prod, the
+# generic reduce and the cumulative products/extrema differentiate a pairwise (tree /
+# associative-scan) decomposition, as JAX does, so zeros and ties are handled exactly.
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _shapes_mod():
+  from pyjax._src.lax import shapes
+  return shapes
+
+
+def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
+  shape = operand.aval.shape
+  dims = tuple(i for i in range(len(shape)) if i not in axes)
+  return [_shapes_mod().broadcast_in_dim_p.bind(ct, shape=tuple(shape), broadcast_dimensions=dims,
+                                                sharding=None)]
+
+
+_ad.deflinear2(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _keepdims_shape(shape, axes):
+  return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _reduce_chooser_jvp(prim):
+  def rule(primals, tangents, *, axes):
+    operand, = primals
+    g, = tangents
+    ans = prim.bind(operand, axes=axes)
+    shape = core.get_aval(operand).shape
+    s = _shapes_mod()
+    ans_b = s.reshape_p.bind(ans, new_sizes=_keepdims_shape(shape, axes), dimensions=None,
+                             sharding=None)
+    dt = core.get_aval(g).dtype
+    loc = _ew.convert_element_type_p.bind(_ew.eq_p.bind(operand, ans_b), new_dtype=dt,
+                                          weak_type=False, sharding=None)
+    counts = reduce_sum_p.bind(loc, axes=axes, out_sharding=None)
+    num = reduce_sum_p.bind(_ew.mul_p.bind(g, loc), axes=axes, out_sharding=None)
+    return ans, _ew.div_p.bind(num, counts)
+  return rule
+
+
+_ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
+_ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
+for _p in (argmax_p, argmin_p, reduce_and_p, reduce_or_p, reduce_xor_p):
+  _ad.defjvp_zero(_p)
+
+
+def _move_axes_front_flat(x, axes):
+  """Reshape ``x`` to (prod(shape[axes]), *other dims) with ``axes`` moved first."""
+  s = _shapes_mod()
+  shape = core.get_aval(x).shape
+  others = tuple(i for i in range(len(shape)) if i not in axes)
+  perm = tuple(axes) + others
+  n = 1
+  for a in axes:
+    n *= shape[a]
+  new = (n,) + tuple(shape[i] for i in others)
+  same = perm == tuple(range(len(shape)))
+  return s.reshape_p.bind(x, new_sizes=new, dimensions=None if same else perm, sharding=None)
+
+
+def _tree_reduce(combine, xs, pads):
+  """Reduce the leading axis of the arrays ``xs`` pairwise with ``combine`` (a function
+  of two lists of arrays); an odd leftover is padded with the scalars ``pads``."""
+  s = _shapes_mod()
+  while core.get_aval(xs[0]).shape[0] > 1:
+    shape = core.get_aval(xs[0]).shape
+    n = shape[0]
+    n1 = (n + 1) // 2
+    n2 = n - n1
+    lo = (0,) * len(shape)
+    xs1 = [s.slice_p.bind(x, start_indices=lo, limit_indices=(n1,) + shape[1:], strides=None)
+           for x in xs]
+    xs2 = [s.slice_p.bind(x, start_indices=(n1,) + lo[1:], limit_indices=shape, strides=None)
+           for x in xs]
+    if n2 != n1:
+      cfg = ((0, 1, 0),) + ((0, 0, 0),) * (len(shape) - 1)
+      xs2 = [s.pad_p.bind(x, p, padding_config=cfg) for x, p in zip(xs2, pads)]
+    xs = combine(xs1, xs2)
+  return [s.squeeze_p.bind(x, dimensions=(0,)) for x in xs]
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+  operand, = primals
+  g, = tangents
+  ans = reduce_prod_p.bind(operand, axes=axes)
+  aval = core.get_aval(operand)
+  if any(aval.shape[a] == 0 for a in axes):
+    return ans, _ad.Zero.from_primal_value(ans)
+  x = _move_axes_front_flat(operand, axes)
+  t = _move_axes_front_flat(_ad.instantiate_zeros(g), axes)
+  one = _ad.scalar_const(1, aval.dtype)
+
+  def tree(v):
+    return _tree_reduce(lambda a, b: [_ew.mul_p.bind(a[0], b[0])], [v], [one])[0]
+  _, (t_out,) = _ad.jvp_flat(lambda v: [tree(v)], [x], [t])
+  return ans, _ad.instantiate_zeros(t_out)
+
+
+_ad.primitive_jvps[reduce_prod_p] = _reduce_prod_jvp
+
+
+def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
+  n = len(primals) // 2
+  operands, inits = primals[:n], primals[n:]
+  outs = reduce_p.bind(*primals, computation=computation, jaxpr=jaxpr, dimensions=dimensions)
+  op_ts = tangents[:n]
+  if all(type(t) is _ad.Zero for t in op_ts):
+    return outs, [_ad.Zero.from_primal_value(o) for o in outs]
+  shape = core.get_aval(operands[0]).shape
+  if any(shape[a] == 0 for a in dimensions):
+    return outs, [_ad.Zero.from_primal_value(o) for o in outs]
+  xs = [_move_axes_front_flat(x, dimensions) for x in operands]
+  ts = [t if type(t) is _ad.Zero else _move_axes_front_flat(t, dimensions) for t in op_ts]
+
+  def combine(a, b):
+    return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a, *b)
+
+  def fun(*vs):
+    flat = _tree_reduce(combine, list(vs), list(inits))
+    out_shape = tuple(d for i, d in enumerate(shape) if i not in dimensions)
+    return [_shapes_mod().reshape_p.bind(f, new_sizes=out_shape, dimensions=None, sharding=None)
+            if core.get_aval(f).shape != out_shape else f for f in flat]
+  _, t_outs = _ad.jvp_flat(fun, xs, ts)
+  return outs, t_outs
+
+
+_ad.primitive_jvps[reduce_p] = _reduce_jvp
+
+# cumulative reductions
+_ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [
+    cumsum_p.bind(ct, axis=axis, reverse=not reverse)])
+
+
+def _interleave(a, b, axis):
+  """Elements of ``a`` at even and of ``b`` at odd positions along ``axis``."""
+  s = _shapes_mod()
+  sa, sb = core.get_aval(a).shape, core.get_aval(b).shape
+  na, nb = sa[axis], sb[axis]
+  dt = core.get_aval(a).dtype
+  zero = _ad.scalar_const(0, dt)
+
+  def cfg(lo, hi):
+    c = [(0, 0, 0)] * len(sa)
+    c[axis] = (lo, hi, 1)
+    return tuple(c)
+  if na == nb + 1:
+    pa = s.pad_p.bind(a, zero, padding_config=cfg(0, 0))
+    pb = s.pad_p.bind(b, zero, padding_config=cfg(1, 1))
+  else:
+    pa = s.pad_p.bind(a, zero, padding_config=cfg(0, 1))
+    pb = s.pad_p.bind(b, zero, padding_config=cfg(1, 0))
+  return _ew.add_p.bind(pa, pb)
+
+
+def _slice_axis(x, start, stop, stride, axis):
+  s = _shapes_mod()
+  shape = core.get_aval(x).shape
+  lo = [0] * len(shape)
+  hi = list(shape)
+  st = [1] * len(shape)
+  lo[axis], hi[axis], st[axis] = start, max(start, stop), stride
+  return s.slice_p.bind(x, start_indices=tuple(lo), limit_indices=tuple(hi),
+                        strides=None if stride == 1 else tuple(st))
+
+
+def _associative_scan(fn, xs, axis):
+  """Inclusive scan of the arrays ``xs`` along ``axis`` with the associative ``fn`` (two
+  lists of arrays -> list of arrays)."""
+  s = _shapes_mod()
+  n = core.get_aval(xs[0]).shape[axis]
+  if n < 2:
+    return xs
+  reduced = fn([_slice_axis(x, 0, n - 1, 2, axis) for x in xs],
+               [_slice_axis(x, 1, n, 2, axis) for x in xs])
+  odd = _associative_scan(fn, reduced, axis)
+  if n % 2 == 0:
+    n_odd = core.get_aval(odd[0]).shape[axis]
+    even = fn([_slice_axis(o, 0, n_odd - 1, 1, axis) for o in odd],
+              [_slice_axis(x, 2, n, 2, axis) for x in xs])
+  else:
+    even = fn(odd, [_slice_axis(x, 2, n, 2, axis) for x in xs])
+  even = [s.concatenate_p.bind(_slice_axis(x, 0, 1, 1, axis), e, dimension=axis)
+          for x, e in zip(xs, even)]
+  return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+
+def _logaddexp(a, b):
+  amax = _ew.max_p.bind(a, b)
+  delta = _ew.sub_p.bind(a, b)
+  isnan = _ew.ne_p.bind(delta, delta)
+  return _ew.select_n_p.bind(isnan, _ew.add_p.bind(amax, _ew.log1p_p.bind(_ew.exp_p.bind(
+      _ew.neg_p.bind(_ew.abs_p.bind(delta))))), _ew.add_p.bind(a, b))
+
+
+def _finite_or_zero(x):
+  return _ew.select_n_p.bind(_ew.is_finite_p.bind(x), _ad.zeros_like(x), x)
+
+
+def _logaddexp_pair(p, q):
+  """logaddexp on (value, tangent) pairs: the tangent is t_a e^(a - out) + t_b e^(b - out)
+  (a smooth rule, as JAX's custom JVP of logaddexp)."""
+  (a, ta), (b, tb) = p, q
+  out = _logaddexp(a, b)
+  fo = _finite_or_zero(out)
+  ca = _ew.exp_p.bind(_ew.sub_p.bind(_finite_or_zero(a), fo))
+  cb = _ew.exp_p.bind(_ew.sub_p.bind(_finite_or_zero(b), fo))
+  return [out, _ew.add_p.bind(_ew.mul_p.bind(ta, ca), _ew.mul_p.bind(tb, cb))]
+
+
+def _cumulative_jvp(prim, combine):
+  def rule(primals, tangents, *, axis, reverse):
+    x, = primals
+    g, = tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    s = _shapes_mod()
+
+    def scan(*vs):
+      vs = list(vs)
+      if reverse:
+        vs = [s.rev_p.bind(v, dimensions=(axis,)) for v in vs]
+      r = _associative_scan(combine, vs, axis)
+      if reverse:
+        r = [s.rev_p.bind(v, dimensions=(axis,)) for v in r]
+      return r
+    if prim is cumlogsumexp_p:
+      return out, scan(x, g)[1]
+    _, (t,) = _ad.jvp_flat(scan, [x], [g])
+    return out, t
+  _ad.primitive_jvps[prim] = rule
+
+
+_cumulative_jvp(cumprod_p, lambda a, b: [_ew.mul_p.bind(a[0], b[0])])
+_cumulative_jvp(cummax_p, lambda a, b: [_ew.max_p.bind(a[0], b[0])])
+_cumulative_jvp(cummin_p, lambda a, b: [_ew.min_p.bind(a[0], b[0])])
+_cumulative_jvp(cumlogsumexp_p, lambda a, b: _logaddexp_pair((a[0], a[1]), (b[0], b[1])))

@@ -793,3 +793,162 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
     update = expand_dims(update, (axis,))
   return dynamic_update_slice_in_dim(operand, update, index, axis,
                                      allow_negative_indices=allow_negative_indices)
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# JVPs and transposes (pyjax._src.interpreters.ad's tables).  Every structural primitive is
+# linear in its array operands; indices (dynamic_slice, dynamic_update_slice) are not.
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _t_aval(x):
+  return x.aval if _ad.is_undefined_primal(x) else core.get_aval(x)
+
+
+def _zeros_of(shape, dtype):
+  return _ad.zeros_like_aval(ShapedArray(tuple(shape), dtype))
+
+
+def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sharding=None):
+  in_shape = _t_aval(operand).shape
+  kept = set()
+  for i, d in enumerate(broadcast_dimensions):
+    if not (in_shape[i] == 1 and shape[d] != 1):
+      kept.add(d)
+  axes = tuple(d for d in range(len(shape)) if d not in kept)
+  summed = ct
+  if axes:
+    from pyjax._src.lax import reductions as _red
+    summed = _red.reduce_sum_p.bind(ct, axes=axes, out_sharding=None)
+  if core.get_aval(summed).shape != tuple(in_shape):
+    summed = reshape_p.bind(summed, new_sizes=tuple(in_shape), dimensions=None, sharding=None)
+  return [summed]
+
+
+_ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+
+
+def _reshape_transpose(ct, operand, *, new_sizes, dimensions, sharding=None):
+  in_shape = _t_aval(operand).shape
+  if dimensions is None:
+    return [reshape_p.bind(ct, new_sizes=tuple(in_shape), dimensions=None, sharding=None)]
+  permuted = tuple(in_shape[d] for d in dimensions)
+  r = reshape_p.bind(ct, new_sizes=permuted, dimensions=None, sharding=None)
+  return [transpose_p.bind(r, permutation=tuple(np.argsort(dimensions).tolist()))]
+
+
+_ad.deflinear2(reshape_p, _reshape_transpose)
+_ad.deflinear(transpose_p, lambda ct, *, permutation: [
+    transpose_p.bind(ct, permutation=tuple(np.argsort(permutation).tolist()))])
+
+
+def _squeeze_transpose(ct, operand, *, dimensions):
+  return [reshape_p.bind(ct, new_sizes=tuple(_t_aval(operand).shape), dimensions=None,
+                         sharding=None)]
+
+
+_ad.deflinear2(squeeze_p, _squeeze_transpose)
+_ad.deflinear(rev_p, lambda ct, *, dimensions: [rev_p.bind(ct, dimensions=dimensions)])
+
+
+def _concatenate_transpose(ct, *operands, dimension):
+  outs = []
+  start = 0
+  ct_shape = core.get_aval(ct).shape
+  for x in operands:
+    size = _t_aval(x).shape[dimension]
+    if _ad.is_undefined_primal(x):
+      lo = [0] * len(ct_shape)
+      hi = list(ct_shape)
+      lo[dimension], hi[dimension] = start, start + size
+      outs.append(slice_p.bind(ct, start_indices=tuple(lo), limit_indices=tuple(hi),
+                               strides=None))
+    else:
+      outs.append(None)
+    start += size
+  return outs
+
+
+_ad.deflinear2(concatenate_p, _concatenate_transpose)
+
+
+def _pad_transpose(ct, operand, padding_value, *, padding_config):
+  lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+  nd = len(padding_config)
+  dt = core.get_aval(ct).dtype
+  unpad_config = tuple((-l, -h, 0) for l, h in zip(lo, hi))
+  unpadded = pad_p.bind(ct, _ad.scalar_const(0, dt), padding_config=unpad_config)
+  t_operand = slice_p.bind(unpadded, start_indices=(0,) * nd,
+                           limit_indices=tuple(core.get_aval(unpadded).shape),
+                           strides=tuple(i + 1 for i in interior))
+  t_padv = None
+  if _ad.is_undefined_primal(padding_value):
+    from pyjax._src.lax import reductions as _red
+    total_ct = _red.reduce_sum_p.bind(ct, axes=tuple(range(nd)), out_sharding=None)
+    total_op = _red.reduce_sum_p.bind(t_operand, axes=tuple(range(nd)), out_sharding=None)
+    t_padv = _ew.sub_p.bind(total_ct, total_op)
+  return [t_operand if _ad.is_undefined_primal(operand) else None, t_padv]
+
+
+_ad.deflinear2(pad_p, _pad_transpose)
+
+
+def _slice_transpose(ct, operand, *, start_indices, limit_indices, strides):
+  in_shape = _t_aval(operand).shape
+  ct_shape = core.get_aval(ct).shape
+  dt = core.get_aval(ct).dtype
+  if strides is None or builtins.all(s == 1 for s in strides):
+    cfg = tuple((s, d - l, 0) for s, l, d in zip(start_indices, limit_indices, in_shape))
+  else:
+    real_limits = [s + (0 if n == 0 else 1 + (n - 1) * st)
+                   for s, n, st in zip(start_indices, ct_shape, strides)]
+    cfg = tuple((s, d - r, st - 1) for s, r, d, st in zip(start_indices, real_limits, in_shape,
+                                                          strides))
+  return [pad_p.bind(ct, _ad.scalar_const(0, dt), padding_config=cfg)]
+
+
+_ad.deflinear2(slice_p, _slice_transpose)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+  operand, *idx = primals
+  t = tangents[0]
+  out = dynamic_slice_p.bind(operand, *idx, slice_sizes=slice_sizes)
+  if type(t) is _ad.Zero:
+    return out, _ad.Zero.from_primal_value(out)
+  return out, dynamic_slice_p.bind(t, *idx, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, operand, *idx, slice_sizes):
+  aval = _t_aval(operand)
+  zeros = _zeros_of(aval.shape, core.get_aval(ct).dtype)
+  return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
+
+
+_ad.primitive_jvps[dynamic_slice_p] = _dynamic_slice_jvp
+_ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+  operand, update, *idx = primals
+  t_op, t_up = tangents[:2]
+  out = dynamic_update_slice_p.bind(operand, update, *idx)
+  if type(t_op) is _ad.Zero and type(t_up) is _ad.Zero:
+    return out, _ad.Zero.from_primal_value(out)
+  t_op = _ad.instantiate_zeros(t_op)
+  t_up = _ad.instantiate_zeros(t_up)
+  return out, dynamic_update_slice_p.bind(t_op, t_up, *idx)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *idx):
+  up_shape = _t_aval(update).shape
+  dt = core.get_aval(ct).dtype
+  op_t = (dynamic_update_slice_p.bind(ct, _zeros_of(up_shape, dt), *idx)
+          if _ad.is_undefined_primal(operand) else None)
+  up_t = (dynamic_slice_p.bind(ct, *idx, slice_sizes=tuple(up_shape))
+          if _ad.is_undefined_primal(update) else None)
+  return [op_t, up_t] + [None] * len(idx)
+
+
+_ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
+_ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose

@@ -576,3 +576,253 @@ def index_take(src, idxs, axes):
   dnums = GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(axes),
                                  start_index_map=tuple(axes))
   return gather(src, indices, dimension_numbers=dnums, slice_sizes=tuple(slice_sizes))
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# JVPs and transposes (pyjax._src.interpreters.ad's tables).  gather, scatter-add and
+# scatter-sub are linear in their array operands (never in the indices); gather's
+# transpose is a scatter-add and scatter-add's is a gather.  scatter (replacement) uses
+# JAX's trick for duplicate indices: scatter unique ids to find the update that wins at
+# each position, then scatter-add the masked operand and updates.  scatter-min/max split
+# the tangent evenly among tied contributors; scatter-mul differentiates in the updates
+# only with unique indices (as JAX).
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _t_aval(x):
+  return x.aval if _ad.is_undefined_primal(x) else core.get_aval(x)
+
+
+def _gather_dnums_of_scatter(dn):
+  return GatherDimensionNumbers(
+      offset_dims=tuple(dn.update_window_dims),
+      collapsed_slice_dims=tuple(dn.inserted_window_dims),
+      start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+
+
+def _scatter_dnums_of_gather(dn):
+  return ScatterDimensionNumbers(
+      update_window_dims=tuple(dn.offset_dims),
+      inserted_window_dims=tuple(dn.collapsed_slice_dims),
+      scatter_dims_to_operand_dims=tuple(dn.start_index_map),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+
+
+def _scatter_slice_sizes(operand_shape, updates_shape, dn):
+  sizes = []
+  pos = 0
+  for i in range(len(operand_shape)):
+    if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+      sizes.append(1)
+    else:
+      sizes.append(updates_shape[dn.update_window_dims[pos]])
+      pos += 1
+  return tuple(sizes)
+
+
+def _gather_like_scatter(x, indices, updates_shape, dn, mode, unique_indices,
+                         indices_are_sorted, fill_value=0):
+  """The gather that reads, at each update position, the operand element a scatter with
+  dimension numbers ``dn`` would write."""
+  sizes = _scatter_slice_sizes(core.get_aval(x).shape, updates_shape, dn)
+  fill = fill_value if mode == GatherScatterMode.FILL_OR_DROP else None
+  return gather_p.bind(x, indices, dimension_numbers=_gather_dnums_of_scatter(dn),
+                       slice_sizes=sizes, unique_indices=unique_indices,
+                       indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill)
+
+
+def _zeros(shape, dtype):
+  return _ad.zeros_like_aval(ShapedArray(tuple(shape), dtype))
+
+
+def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_indices,
+                indices_are_sorted, mode, fill_value):
+  operand, indices = primals
+  t = tangents[0]
+  params = dict(dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,
+                unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                mode=mode)
+  out = gather_p.bind(operand, indices, fill_value=fill_value, **params)
+  if type(t) is _ad.Zero:
+    return out, _ad.Zero.from_primal_value(out)
+  fill = 0 if mode == GatherScatterMode.FILL_OR_DROP else None
+  return out, gather_p.bind(t, indices, fill_value=fill, **params)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                      indices_are_sorted, mode, fill_value):
+  aval = _t_aval(operand)
+  dt = core.get_aval(ct).dtype
+  zeros = _zeros(aval.shape, dt)
+  out = _bind_scatter(scatter_add_p, _elementwise().add, zeros, indices, ct,
+                      _scatter_dnums_of_gather(dimension_numbers), indices_are_sorted,
+                      unique_indices, mode)
+  return [out, None]
+
+
+_ad.primitive_jvps[gather_p] = _gather_jvp
+_ad.primitive_transposes[gather_p] = _gather_transpose
+
+
+def _scatter_params(p):
+  return {k: p[k] for k in ("update_jaxpr", "update_consts", "dimension_numbers",
+                            "indices_are_sorted", "unique_indices", "mode")}
+
+
+def _linear_scatter_jvp(prim):
+  def rule(primals, tangents, **params):
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    out = prim.bind(operand, indices, updates, **params)
+    if type(t_op) is _ad.Zero and type(t_up) is _ad.Zero:
+      return out, _ad.Zero.from_primal_value(out)
+    t_op = _ad.instantiate_zeros(t_op)
+    t_up = _ad.instantiate_zeros(t_up)
+    return out, prim.bind(t_op, indices, t_up, **params)
+  return rule
+
+
+def _scatter_add_transpose(ct, operand, indices, updates, *, update_jaxpr, update_consts,
+                           dimension_numbers, indices_are_sorted, unique_indices, mode,
+                           negate=False):
+  op_t = ct if _ad.is_undefined_primal(operand) else None
+  up_t = None
+  if _ad.is_undefined_primal(updates):
+    up_t = _gather_like_scatter(ct, indices, updates.aval.shape, dimension_numbers, mode,
+                                unique_indices, indices_are_sorted)
+    if negate:
+      up_t = _elementwise().neg_p.bind(up_t)
+  return [op_t, None, up_t]
+
+
+_ad.primitive_jvps[scatter_add_p] = _linear_scatter_jvp(scatter_add_p)
+_ad.primitive_transposes[scatter_add_p] = _scatter_add_transpose
+_ad.primitive_jvps[scatter_sub_p] = _linear_scatter_jvp(scatter_sub_p)
+_ad.primitive_transposes[scatter_sub_p] = (
+    lambda ct, *args, **params: _scatter_add_transpose(ct, *args, negate=True, **params))
+
+
+def _scatter_add_like(operand, indices, updates, params):
+  return _bind_scatter(scatter_add_p, _elementwise().add, operand, indices, updates,
+                       params["dimension_numbers"], params["indices_are_sorted"],
+                       params["unique_indices"], params["mode"])
+
+
+def _scatter_mul_jvp(primals, tangents, **params):
+  ew = _elementwise()
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  out = scatter_mul_p.bind(operand, indices, updates, **params)
+  t_out = None
+  if type(t_op) is not _ad.Zero:
+    t_out = scatter_mul_p.bind(t_op, indices, updates, **params)
+  if type(t_up) is not _ad.Zero:
+    if not params["unique_indices"]:
+      raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                "`unique_indices=True`")
+    zeros = _zeros(core.get_aval(operand).shape, core.get_aval(t_up).dtype)
+    c = ew.mul_p.bind(operand, _scatter_add_like(zeros, indices, t_up, params))
+    t_out = c if t_out is None else _ad.add_tangents(t_out, c)
+  return out, t_out
+
+
+def _scatter_mul_transpose(ct, operand, indices, updates, **params):
+  if _ad.is_undefined_primal(updates):
+    raise NotImplementedError("scatter_mul transpose with respect to the updates is not "
+                              "implemented")
+  return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+_ad.primitive_jvps[scatter_mul_p] = _scatter_mul_jvp
+_ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+
+
+def _scatter_jvp(primals, tangents, **params):
+  ew = _elementwise()
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  if params["update_jaxpr"] is not None:
+    raise NotImplementedError("Differentiation of lax.scatter_apply is not implemented")
+  out = scatter_p.bind(operand, indices, updates, **params)
+  if params["unique_indices"]:
+    return out, scatter_p.bind(_ad.instantiate_zeros(t_op), indices,
+                               _ad.instantiate_zeros(t_up), **params)
+  dn = params["dimension_numbers"]
+  op_aval, up_aval = core.get_aval(operand), core.get_aval(updates)
+  ids_shape = list(up_aval.shape)
+  for d in dn.update_window_dims:
+    ids_shape[d] = 1
+  num_ids = int(np.prod(ids_shape))
+  id_dtype = dtypes.canonicalize_dtype(dtypes.uint32 if num_ids + 1 < 2 ** 32 else dtypes.uint64)
+  from pyjax._src.lax import shapes as lax_s
+  ids = np.arange(1, num_ids + 1, dtype=id_dtype).reshape(ids_shape)
+  update_ids = lax_s.broadcast_in_dim_p.bind(
+      ids, shape=tuple(up_aval.shape), broadcast_dimensions=tuple(range(len(ids_shape))),
+      sharding=None) if tuple(ids_shape) != tuple(up_aval.shape) else ids
+  scattered_ids = scatter_p.bind(_zeros(op_aval.shape, id_dtype), indices, update_ids, **params)
+  gathered_ids = _gather_like_scatter(scattered_ids, indices, up_aval.shape, dn,
+                                      params["mode"], params["unique_indices"],
+                                      params["indices_are_sorted"], fill_value=0)
+  op_keep = ew.eq_p.bind(scattered_ids, np.array(0, id_dtype))
+  up_keep = ew.eq_p.bind(update_ids, gathered_ids)
+  t_op = _ad.instantiate_zeros(t_op)
+  t_up = _ad.instantiate_zeros(t_up)
+  masked_t_op = ew.select_n_p.bind(op_keep, _zeros(op_aval.shape, core.get_aval(t_op).dtype), t_op)
+  masked_t_up = ew.select_n_p.bind(up_keep, _zeros(up_aval.shape, core.get_aval(t_up).dtype), t_up)
+  return out, _scatter_add_like(masked_t_op, indices, masked_t_up, params)
+
+
+def _scatter_transpose(ct, operand, indices, updates, **params):
+  if not params["unique_indices"]:
+    raise NotImplementedError("scatter transpose is only implemented where "
+                              "unique_indices=True")
+  dt = core.get_aval(ct).dtype
+  op_t = up_t = None
+  if _ad.is_undefined_primal(operand):
+    op_t = scatter_p.bind(ct, indices, _zeros(_t_aval(updates).shape, dt), **params)
+  if _ad.is_undefined_primal(updates):
+    up_t = _gather_like_scatter(ct, indices, updates.aval.shape, params["dimension_numbers"],
+                                params["mode"], params["unique_indices"],
+                                params["indices_are_sorted"])
+  return [op_t, None, up_t]
+
+
+_ad.primitive_jvps[scatter_p] = _scatter_jvp
+_ad.primitive_transposes[scatter_p] = _scatter_transpose
+
+
+def _scatter_extremal_jvp(prim):
+  def rule(primals, tangents, **params):
+    ew = _elementwise()
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    out = prim.bind(operand, indices, updates, **params)
+    dn = params["dimension_numbers"]
+    op_aval, up_aval = core.get_aval(operand), core.get_aval(updates)
+    dt = op_aval.dtype
+    gathered = _gather_like_scatter(out, indices, up_aval.shape, dn, params["mode"],
+                                    params["unique_indices"], params["indices_are_sorted"],
+                                    fill_value=np.nan if dtypes.is_inexact(dt) else 0)
+    up_win = ew.eq_p.bind(updates, gathered)
+    op_win = ew.eq_p.bind(operand, out)
+    one, zero = np.array(1, dt), np.array(0, dt)
+    up_ind = ew.select_n_p.bind(up_win, _zeros(up_aval.shape, dt),
+                                _ad.broadcast_to_shape(one, up_aval.shape))
+    op_ind = ew.select_n_p.bind(op_win, _zeros(op_aval.shape, dt),
+                                _ad.broadcast_to_shape(one, op_aval.shape))
+    counts = _scatter_add_like(op_ind, indices, up_ind, params)
+    t_op = _ad.instantiate_zeros(t_op)
+    t_up = _ad.instantiate_zeros(t_up)
+    num = _scatter_add_like(ew.mul_p.bind(t_op, op_ind), indices, ew.mul_p.bind(t_up, up_ind),
+                            params)
+    safe = ew.select_n_p.bind(ew.eq_p.bind(counts, zero), counts,
+                              _ad.broadcast_to_shape(one, op_aval.shape))
+    return out, ew.div_p.bind(num, safe)
+  _ad.primitive_jvps[prim] = rule
+
+
+_scatter_extremal_jvp(scatter_min_p)
+_scatter_extremal_jvp(scatter_max_p)

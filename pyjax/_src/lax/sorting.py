@@ -115,3 +115,53 @@ def top_k(operand, k, *, axis=-1):
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
   axis = _canonicalize_axis(axis, aval.ndim)
   return top_k_p.bind(operand, k=k, axis=axis)
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# sort permutes every operand the same way: its JVP sorts an iota along with the operands
+# and gathers the tangents with the resulting permutation (JAX's rule); top_k gathers the
+# tangent at the returned indices.  Indices carry no tangent.
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _take_along(t, idx, axis):
+  """``t`` gathered at integer ``idx`` along ``axis`` (other dimensions batch)."""
+  from pyjax._src.lax import shapes as _shapes
+  from pyjax._src.lax import slicing as _slicing
+  idx_shape = core.get_aval(idx).shape
+  nd = len(idx_shape)
+  batch = tuple(i for i in range(nd) if i != axis)
+  indices = _shapes.reshape_p.bind(idx, new_sizes=idx_shape + (1,), dimensions=None,
+                                   sharding=None)
+  dn = _slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                       start_index_map=(axis,), operand_batching_dims=batch,
+                                       start_indices_batching_dims=batch)
+  return _slicing.gather_p.bind(t, indices, dimension_numbers=dn, slice_sizes=(1,) * nd,
+                                unique_indices=False, indices_are_sorted=False,
+                                mode=_slicing.GatherScatterMode.PROMISE_IN_BOUNDS,
+                                fill_value=None)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+  from pyjax._src.lax import shapes as _shapes
+  shape = core.get_aval(primals[0]).shape
+  idx_dtype = dtypes.canonicalize_dtype(dtypes.int64)
+  iota = _shapes.iota_p.bind(dtype=idx_dtype, shape=tuple(shape), dimension=dimension,
+                             sharding=None)
+  outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                     num_keys=num_keys)
+  perm = outs[-1]
+  t_out = [t if type(t) is _ad.Zero else _take_along(t, perm, dimension) for t in tangents]
+  return list(outs[:-1]), t_out
+
+
+def _top_k_jvp(primals, tangents, *, k, axis):
+  operand, = primals
+  g, = tangents
+  vals, idx = top_k_p.bind(operand, k=k, axis=axis)
+  t = _take_along(g, idx, axis)
+  return [vals, idx], [t, _ad.Zero.from_primal_value(idx)]
+
+
+_ad.primitive_jvps[sort_p] = _sort_jvp
+_ad.primitive_jvps[top_k_p] = _top_k_jvp

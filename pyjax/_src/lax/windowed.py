@@ -299,3 +299,110 @@ def _select_and_gather_add(tangents, operand, select_prim, window_dimensions, wi
                                       window_dimensions=wd, window_strides=ws, padding=pads,
                                       base_dilation=bd, window_dilation=wdil)
 
+
+
+# --- differentiation rules ----------------------------------------------------------------
+# JVPs and transposes (pyjax._src.interpreters.ad's tables).  reduce_window_sum is linear
+# (its transpose pads the cotangent and sums windows again, JAX's formula);
+# reduce_window_max/min take the tangent at the selected element (select_and_gather_add,
+# first maximum wins); select_and_gather_add and select_and_scatter_add transpose into each
+# other.  The generic reduce_window has no rule (JAX cannot linearize it either).
+from pyjax._src.interpreters import ad as _ad  # noqa: E402
+
+
+def _conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape, padding,
+                          lhs_dilation, rhs_dilation):
+  lhs_d = _dilate_shape(in_shape, lhs_dilation)
+  rhs_d = _dilate_shape(window_dimensions, rhs_dilation)
+  out_d = _dilate_shape(out_shape, window_strides)
+  before = [r - lo - 1 for r, (lo, _) in zip(rhs_d, padding)]
+  after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_d, rhs_d, out_d, before)]
+  return tuple(zip(before, after))
+
+
+def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding,
+                                 base_dilation, window_dilation):
+  from pyjax._src.lax import shapes as _shapes
+  in_shape = operand.aval.shape
+  ct_shape = core.get_aval(ct).shape
+  pads = _conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, ct_shape, padding,
+                               base_dilation, window_dilation)
+  cfg = tuple((lo, hi, s - 1) for (lo, hi), s in zip(pads, window_strides))
+  dt = core.get_aval(ct).dtype
+  padded = _shapes.pad_p.bind(ct, _ad.scalar_const(0, dt), padding_config=cfg)
+  ones = (1,) * len(in_shape)
+  out = reduce_window_sum_p.bind(padded, window_dimensions=window_dimensions,
+                                 window_strides=tuple(base_dilation),
+                                 padding=((0, 0),) * len(in_shape), base_dilation=ones,
+                                 window_dilation=tuple(window_dilation))
+  return [out]
+
+
+_ad.deflinear2(reduce_window_sum_p, _reduce_window_sum_transpose)
+
+
+def _reduce_window_chooser_jvp(prim, select_prim):
+  def rule(primals, tangents, **params):
+    operand, = primals
+    g, = tangents
+    out = prim.bind(operand, **params)
+    return out, select_and_gather_add_p.bind(g, operand, select_prim=select_prim, **params)
+  _ad.primitive_jvps[prim] = rule
+
+
+_reduce_window_chooser_jvp(reduce_window_max_p, _ew.ge_p)
+_reduce_window_chooser_jvp(reduce_window_min_p, _ew.le_p)
+
+
+def _select_and_gather_add_jvp(primals, tangents, **params):
+  t, operand = primals
+  g = tangents[0]
+  out = select_and_gather_add_p.bind(t, operand, **params)
+  if type(g) is _ad.Zero:
+    return out, _ad.Zero.from_primal_value(out)
+  return out, select_and_gather_add_p.bind(g, operand, **params)
+
+
+def _select_and_gather_add_transpose(ct, tangents, operand, *, select_prim, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation):
+  if _ad.is_undefined_primal(operand):
+    raise ValueError("select_and_gather_add is not linear in its operand")
+  if any(d != 1 for d in window_dilation):
+    raise NotImplementedError("select_and_gather_add transpose is not implemented for "
+                              "window_dilation != 1")
+  if any(d != 1 for d in base_dilation):
+    raise NotImplementedError("select_and_gather_add transpose is not implemented for "
+                              "base_dilation != 1")
+  out = select_and_scatter_add_p.bind(ct, operand, select_prim=select_prim,
+                                      window_dimensions=window_dimensions,
+                                      window_strides=window_strides, padding=padding)
+  return [out, None]
+
+
+_ad.primitive_jvps[select_and_gather_add_p] = _select_and_gather_add_jvp
+_ad.primitive_transposes[select_and_gather_add_p] = _select_and_gather_add_transpose
+
+
+def _select_and_scatter_add_jvp(primals, tangents, **params):
+  source, operand = primals
+  g = tangents[0]
+  out = select_and_scatter_add_p.bind(source, operand, **params)
+  if type(g) is _ad.Zero:
+    return out, _ad.Zero.from_primal_value(out)
+  return out, select_and_scatter_add_p.bind(g, operand, **params)
+
+
+def _select_and_scatter_add_transpose(ct, source, operand, *, select_prim, window_dimensions,
+                                      window_strides, padding):
+  if _ad.is_undefined_primal(operand):
+    raise ValueError("select_and_scatter_add is not linear in its operand")
+  ones = (1,) * len(window_dimensions)
+  out = select_and_gather_add_p.bind(ct, operand, select_prim=select_prim,
+                                     window_dimensions=window_dimensions,
+                                     window_strides=window_strides, padding=padding,
+                                     base_dilation=ones, window_dilation=ones)
+  return [out, None]
+
+
+_ad.primitive_jvps[select_and_scatter_add_p] = _select_and_scatter_add_jvp
+_ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
