@@ -12,8 +12,20 @@ from pyjax._src.api_device import (  # noqa: F401
 from pyjax._src.runtime.devices import Device  # noqa: F401
 from pyjax._src.api import (  # noqa: F401
     jit, make_jaxpr, eval_shape, ShapeDtypeStruct, disable_jit, ensure_compile_time_eval)
+from pyjax._src.api_ad import (  # noqa: F401
+    jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
+    custom_jvp, custom_vjp)
+from pyjax._src.api_vmap import vmap  # noqa: F401
+from pyjax._src.api import (  # noqa: F401
+    named_call, named_scope, log_compiles, explain_cache_misses)
+from pyjax._src.api_ad import closure_convert, custom_gradient  # noqa: F401
+from pyjax._src.ad_checkpoint import checkpoint, remat, checkpoint_policies  # noqa: F401
+from pyjax._src.callback import pure_callback  # noqa: F401
+from pyjax import debug, custom_derivatives, stages  # noqa: F401
 from pyjax import dtypes, errors  # noqa: F401
 from pyjax import numpy, lax  # noqa: F401
 from pyjax import tree_util, tree  # noqa: F401
+from pyjax import random  # noqa: F401
+from pyjax import nn, scipy  # noqa: F401
 
 __version__ = "0.1.0"

@@ -2,4 +2,5 @@
 from pyjax._src.errors import (  # noqa: F401
     ConcretizationTypeError, NonConcreteBooleanIndexError, TracerArrayConversionError,
     TracerBoolConversionError, TracerIntegerConversionError, UnexpectedTracerError,
-    KeyReuseError, JaxRuntimeError)
+    KeyReuseError, JaxRuntimeError, JAXTypeError, JAXIndexError, JaxprTypeError,
+    InconclusiveDimensionOperation)

@@ -1001,3 +1001,129 @@ def test_complex_conventions_match_jax(jax):
       o = grad(getattr(lax, name), holomorphic=True)(w)
       r = jax.grad(getattr(jax.lax, name), holomorphic=True)(w)
       np.testing.assert_allclose(complex(o), complex(r), rtol=1e-4, atol=1e-5)
+
+
+# --- closure_convert and jax.custom_derivatives -------------------------------------------------
+def _closure_convert_prog(jax, jnp):
+  def apply(f, x):
+    f_conv, consts = jax.closure_convert(f, x)
+    return _apply(f_conv, x, *consts)
+
+  @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+  def _apply(f, x, *consts):
+    return f(x, *consts)
+
+  def _fwd(f, x, *consts):
+    return f(x, *consts), (x, consts)
+
+  def _bwd(f, res, g):
+    x, consts = res
+    _, vjp_fn = jax.vjp(f, x, *consts)
+    return vjp_fn(g)
+  _apply.defvjp(_fwd, _bwd)
+
+  def loss(w, x):
+    return apply(lambda y: jnp.sin(w * y) + 1.0, x)
+  out = [jax.grad(loss, argnums=(0, 1))(2.0, 3.0), jax.jit(jax.grad(loss))(2.0, 3.0)]
+  c = jnp.ones(3)
+  fc, consts = jax.closure_convert(lambda x: x * c, jnp.ones(3))
+  out += [len(consts), fc(jnp.arange(3.))]
+
+  def outer(w):
+    fc, consts = jax.closure_convert(lambda x: x * w + c, 1.0)
+    return len(consts), fc(2.0, *consts)
+  out += [outer(3.0), jax.grad(lambda w: outer(w)[1].sum())(3.0)]
+  with pytest.raises(TypeError) as e:
+    fc(jnp.ones(3), jnp.ones(3))
+  out.append(str(e.value))
+  return out
+
+
+def test_closure_convert_matches_jax():
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  ours = _closure_convert_prog(pyjax, jnp)
+  theirs = _closure_convert_prog(jax, jjnp)
+  assert repr(ours) == repr(theirs)
+  assert ours[-1].startswith("The inputs to the closure produced by closure_convert must have "
+                             "the same Pytree structure")
+
+
+def test_closure_convert_hoists_only_perturbed_values():
+  def f(w, n):
+    g, consts = pyjax.closure_convert(lambda x: x * w + n, 1.0)
+    return consts
+  consts = []
+  pyjax.grad(lambda w: (consts.append(len(f(w, 2))), w)[1])(1.0)
+  assert consts == [1]
+  ints = []
+  pyjax.jit(lambda w, n: (ints.append(len(f(w, n))), w)[1])(1.0, 3)
+  assert ints == [1]        # the integer n stays closed over; the float w is hoisted
+
+
+def test_custom_derivatives_module():
+  from pyjax import custom_derivatives as cd
+  jax = pytest.importorskip("jax")
+  import jax.custom_derivatives as jcd
+  for name in ["custom_jvp", "custom_vjp", "custom_jvp_call_p", "custom_vjp_call_p",
+               "SymbolicZero", "closure_convert", "zero_from_primal", "custom_gradient"]:
+    assert hasattr(cd, name) and hasattr(jcd, name)
+  assert cd.custom_jvp is pyjax.custom_jvp and cd.closure_convert is pyjax.closure_convert
+  z = cd.zero_from_primal({"a": jnp.ones(2), "b": 1}, symbolic_zeros=True)
+  assert isinstance(z["a"], cd.SymbolicZero) and z["a"].shape == (2,)
+  assert z["a"].dtype == np.float32 and z["b"].dtype == ad.float0
+  zz = cd.zero_from_primal(jnp.ones(2))
+  np.testing.assert_array_equal(np.asarray(zz), [0., 0.])
+
+  @functools.partial(cd.custom_jvp)
+  def f(x):
+    return x ** 2
+  f.defjvps(lambda t, ans, x: 2 * x * t)
+  assert float(pyjax.grad(f)(3.0)) == 6.0
+
+
+# --- derived jaxprs are shared like JAX's (printed once, let-bound) ---------------------------
+def _shared_jaxpr_prog(jax, jnp):
+  l1 = jax.jit(lambda x: jnp.sin(x) - 1)
+  l2 = jax.jit(lambda x: x - 2)
+  f = jax.checkpoint(lambda x: jnp.sin(x) * 2)
+  progs = [
+      lambda x: l1(l1(x)) + l2(l2(x)) + l1(x),
+      jax.grad(lambda x: l1(l1(x)) * l2(x)),
+      lambda x: jax.jvp(lambda y: l1(l1(y)), (x,), (x,)),
+      lambda x: jax.linearize(lambda y: l1(l1(y)), x)[1](x),
+      jax.grad(lambda y: l1(l1(y))),
+      jax.grad(jax.grad(lambda y: l1(l1(y)))),
+      jax.grad(lambda x: f(f(x))),
+      lambda x: jax.jvp(lambda y: f(f(y)), (x,), (x,)),
+      lambda x: jax.linearize(lambda y: f(f(y)), x)[1](x),
+  ]
+  return [str(jax.make_jaxpr(p)(1.0)) for p in progs]
+
+
+def test_derived_jaxprs_are_shared_like_jax():
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  ours = _shared_jaxpr_prog(pyjax, jnp)
+  theirs = _shared_jaxpr_prog(jax, jjnp)
+  assert any("let lambda" in t for t in theirs) and any("let jaxpr" in t for t in theirs)
+  for a, b in zip(ours, theirs):
+    assert a == b
+
+
+def _custom_gradient_prog(jax, jnp):
+  @jax.custom_gradient
+  def f(x):
+    return x ** 2, lambda g: (g * x,)
+
+  @jax.custom_gradient
+  def h(x, y):
+    return x * y, lambda g: (g * y, g * x * 10)
+  return [jax.grad(f)(3.), jax.jit(jax.grad(f))(3.), f(3.), jax.grad(h, argnums=(0, 1))(2., 3.),
+          jax.vmap(jax.grad(f))(jnp.arange(3.)), jax.grad(lambda x: jax.grad(f)(x) * x)(2.)]
+
+
+def test_custom_gradient_matches_jax():
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  assert repr(_custom_gradient_prog(pyjax, jnp)) == repr(_custom_gradient_prog(jax, jjnp))

@@ -484,6 +484,124 @@ def test_explain_cache_misses(caplog):
           ) in msgs[4]
 
 
+def _explain_prog(jax, jnp):
+  """Cache misses of every kind; run with pyjax and with JAX."""
+  def h(x, y):
+    return x * y
+  hj = jax.jit(h)
+  hj(1., jnp.float32(2.))
+  hj(1., jnp.ones(3))                   # rank change: ({}) shown, as JAX shows shardings
+  hj(jnp.int32(1), jnp.ones(3))         # weak type change
+  hj(jnp.int32(1), jnp.ones(4))
+  for _ in range(2):
+    jax.jit(lambda x: x)(1.)            # a function re-created at every call
+
+  @jax.jit
+  def k(x, n=1):
+    return x
+  k(1., n=2)
+  k(1.)
+  k2 = jax.jit(lambda x, n: x * n, static_argnums=1)
+  k2(1., 2)
+  k2(1., 3)
+  jax.config.update("jax_enable_x64", True)
+  try:
+    k2(1., 3)
+  finally:
+    jax.config.update("jax_enable_x64", False)
+  hj(jnp.int32(1), {"a": jnp.ones(4)})  # pytree change (then h fails on the dict)
+
+
+def _explanations(caplog, jax, jnp, logger):
+  caplog.clear()
+  jax.config.update("jax_explain_cache_misses", True)
+  try:
+    with caplog.at_level(logging.WARNING, logger=logger):
+      try:
+        _explain_prog(jax, jnp)
+      except TypeError:    # h(x, dict) fails after the explanation
+        pass
+  finally:
+    jax.config.update("jax_explain_cache_misses", False)
+  import re
+  return [re.sub(r"id=\d+", "id=N", r.getMessage()).replace("pyjax._src", "jax._src")
+          for r in caplog.records if r.name == logger]
+
+
+def test_explain_cache_misses_match_jax(caplog):
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  api._miss_callsites.clear()
+  ours = _explanations(caplog, pyjax, jnp, "pyjax._src.interpreters.partial_eval")
+  theirs = _explanations(caplog, jax, jjnp, "jax._src.interpreters.partial_eval")
+  assert len(ours) == len(theirs) >= 8
+  for a, b in zip(ours, theirs):
+    assert a == b
+  assert any("maybe the function is\n  being re-defined repeatedly" in m for m in ours)
+
+
+def test_log_compiles_and_explain_context_managers(caplog):
+  with caplog.at_level(logging.WARNING):
+    with pyjax.log_compiles():
+      assert pyjax.config.jax_log_compiles
+      jit(lambda x: x + 1)(1.)
+    assert not pyjax.config.jax_log_compiles
+    with pyjax.explain_cache_misses():
+      jit(lambda x: x - 1)(1.)
+  text = "\n".join(r.getMessage() for r in caplog.records)
+  assert "Compiling jit(<lambda>)" in text and "TRACING CACHE MISS" in text
+
+
+# --- leaked tracers ---------------------------------------------------------------------------
+def test_leaked_tracer_errors_match_jax():
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+
+  def prog(jax, jnp):
+    leak = []
+
+    @jax.jit
+    def f(x):
+      leak.append(x)
+      return x + 1
+    f(1.)
+    msgs = []
+    for g in [lambda: leak[0] + 1, lambda: jax.jit(lambda y: y + leak[0])(1.),
+              lambda: jax.grad(lambda y: y * leak[0])(1.)]:
+      with pytest.raises(Exception) as e:
+        g()
+      msgs.append((type(e.value).__name__, str(e.value)))
+    leak2 = []
+    jax.grad(lambda x: leak2.append(x) or x * 2)(1.)
+    with pytest.raises(Exception) as e:
+      leak2[0] + 1
+    msgs.append((type(e.value).__name__, str(e.value)))
+    return msgs
+  for (tn, ours), (tt, theirs) in zip(prog(pyjax, jnp), prog(jax, jjnp)):
+    assert tn == tt == "UnexpectedTracerError"
+    # JAX adds stack frames and a JAX_CHECK_TRACER_LEAKS hint that pyjax does not have
+    head = theirs.split("\n------------------------------\nWhen the value")[0]
+    head = head.split("\nTo catch the leak earlier")[0]
+    assert ours.startswith(head)
+    assert ours.endswith("See https://docs.jax.dev/en/latest/errors.html#jax.errors."
+                         "UnexpectedTracerError")
+
+
+def test_leaked_intermediate_reports_its_line():
+  leak = []
+
+  @jit
+  def f(x):
+    y = jnp.sin(x)
+    leak.append(y)
+    return y
+  f(1.)
+  with pytest.raises(errors.UnexpectedTracerError) as e:
+    leak[0] + 1
+  line = f.__wrapped__.__code__.co_firstlineno + 2
+  assert f"The leaked intermediate value was created on line {__file__}:{line}" in str(e.value)
+
+
 # --- ahead-of-time stages ---------------------------------------------------------------------
 def test_trace_lower_compile():
   f = jit(lambda x, y: x * y, static_argnums=1)

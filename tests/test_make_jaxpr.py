@@ -321,3 +321,73 @@ def test_escaped_tracer():
     leaked[0] + 1
   with pytest.raises(errors.UnexpectedTracerError):
     api.jit(lambda y: y + leaked[0])(1.)
+
+
+# --- evaluating jaxprs, named scopes, custom derivative printing -------------------------------
+def test_eval_jaxpr_keeps_literal_weak_types():
+  j = api.make_jaxpr(lambda x: x * 2.0)(1.0)
+  lit = j.jaxpr.eqns[0].invars[1]
+  assert isinstance(lit, core.Literal) and lit.aval.weak_type
+  out, = core.eval_jaxpr(j.jaxpr, j.consts, 3.0)
+  assert out.weak_type and float(out) == 6.0
+  out, = core.eval_jaxpr(j.jaxpr, j.consts, jnp.float32(3.0))
+  assert out.dtype == np.float32 and not out.weak_type
+
+
+def test_named_call_and_named_scope():
+  from pyjax._src.api import current_name_stack
+  seen = []
+
+  def f(x):
+    seen.append(current_name_stack())
+    return x + 1
+  g = pyjax.named_call(f, name="foo")
+  with pyjax.named_scope("outer"):
+    j = api.make_jaxpr(g)(1.0)
+  assert seen == ["outer/foo"] and current_name_stack() == ""
+  assert str(j) == "{ lambda ; a:f32[]. let b:f32[] = add a 1.0:f32[] in (b,) }"
+  assert g.__name__ == "f" and pyjax.named_call(f)(1.0) == 2.0
+  with pytest.raises(TypeError, match="named_scope name argument must be a string."):
+    with pyjax.named_scope(1):
+      pass
+
+
+def test_named_call_jaxpr_matches_jax():
+  jax = pytest.importorskip("jax")
+
+  def prog(jax):
+    def g(x):
+      with jax.named_scope("scope"):
+        return x * 2
+    return str(jax.make_jaxpr(jax.named_call(g, name="foo"))(1.0))
+  assert prog(pyjax) == prog(jax)
+
+
+def test_custom_derivative_params_print_like_jax():
+  jax = pytest.importorskip("jax")
+
+  def prog(jax, jnp):
+    @jax.custom_jvp
+    def f(x):
+      return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(p, t):
+      return f(p[0]), t[0] * jnp.cos(p[0])
+
+    @jax.custom_vjp
+    def g(x):
+      return jnp.sin(x)
+
+    def g_fwd(x):
+      return g(x), x
+
+    def g_bwd(r, ct):
+      return (ct * jnp.cos(r),)
+    g.defvjp(g_fwd, g_bwd)
+    h = lambda x: f(x) + g(x)  # noqa: E731
+    return [str(jax.make_jaxpr(h)(1.0)), str(jax.make_jaxpr(jax.grad(h))(1.0)),
+            str(jax.make_jaxpr(jax.jit(jax.grad(h)))(1.0))]
+  import jax.numpy as jjnp
+  for a, b in zip(prog(pyjax, jnp), prog(jax, jjnp)):
+    assert a == b

@@ -29,6 +29,7 @@ import functools
 import inspect
 import logging
 import operator
+import threading
 import time
 import types
 import warnings
@@ -47,7 +48,8 @@ from pyjax._src.runtime import dispatch
 from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit",
-           "ensure_compile_time_eval", "Traced", "Lowered", "Compiled"]
+           "ensure_compile_time_eval", "Traced", "Lowered", "Compiled", "named_call",
+           "named_scope", "current_name_stack", "log_compiles", "explain_cache_misses"]
 
 _dispatch_logger = logging.getLogger("pyjax._src.dispatch")
 _pxla_logger = logging.getLogger("pyjax._src.interpreters.pxla")
@@ -387,55 +389,73 @@ def _call_site():
   return core.summarize_source(src) if src is not None else "unknown"
 
 
+_miss_callsites = set()   # call sites that already explained a never-seen function
+
+
 def _explain_miss(wrapped, key, seen, debug):
+  """Log JAX's explanation of a tracing cache miss (``jax_explain_cache_misses``): a
+  function never seen (and a hint when another function missed at the same call site:
+  a function re-created on every call), or the difference to the closest previous key
+  (tracing context, then input pytree, then argument types)."""
   fun = wrapped._fun
   where = staging.fun_definition_site(fun)
+  src = f" defined at {where}" if where else ""
   name = staging.fun_name(fun)
-  lines = [f"TRACING CACHE MISS at {_call_site()}:"]
+  callsite = _call_site()
+  lines = [f"TRACING CACHE MISS at {callsite}:"]
   if not seen:
-    lines.append("  never seen function:")
-    lines.append(f"    {name} id={id(fun)}" + (f" defined at {where}" if where else ""))
+    lines.append(f"  never seen function:\n    {name} id={id(fun)}{src}")
+    if callsite in _miss_callsites:
+      lines.append("  but seen another function defined on the same line; maybe the function "
+                   "is\n  being re-defined repeatedly, preventing caching?")
+    else:
+      _miss_callsites.add(callsite)
     _explain_logger.warning("\n".join(lines))
     return
-  lines.append(f"  for {name}" + (f" defined at {where}" if where else ""))
+  lines.append(f"  for {name}{src}")
   lines.append("  all previously seen cache keys differ. For the closest previous key:")
-  best = min(reversed(seen), key=lambda k: _key_distance(k, key))
-  opts, in_tree, avals, ts = key
-  b_opts, b_tree, b_avals, b_ts = best
-  if ts != b_ts:
-    lines.append("  Tracing context doesn't match, e.g. due to config or context manager.")
-    for n, now, before in zip(_trace_state_names, ts, b_ts):
-      if now != before:
-        lines.append(f"  * {n} differs: now {now} and before {before}")
-  elif opts != b_opts:
-    lines.append("  different jit options (static_argnums, donate_argnums, device, ...)")
-  elif in_tree != b_tree:
-    lines.append("  different input pytree:")
-    for path, now, before, why in tree_util.equality_errors_pytreedef(in_tree, b_tree):
-      lines.append(f"  * at input path {tree_util.keystr(tuple(path))}, now {now} and before "
-                   f"{before}, so {why}")
-  else:
-    lines.append("  different input types:")
-    names = debug.arg_names
-    weak = False
-    for i, (now, before) in enumerate(zip(avals, b_avals)):
-      if now == before:
-        continue
-      at = names[i] if names is not None and i < len(names) else f"args[{i}]"
-      if now.weak_type != before.weak_type:
-        weak = True
-        lines.append(f"  * at {at}, now {now.str_short()}{{weak_type={now.weak_type}}} and "
-                     f"before {before.str_short()}{{weak_type={before.weak_type}}}")
-      else:
-        lines.append(f"  * at {at}, now {now.str_short()} and before {before.str_short()}")
-    if weak:
-      lines.append("  see https://docs.jax.dev/en/latest/type_promotion.html#weak-types")
+  lines.append("  " + min(_key_diff(key, k, debug) for k in seen)[-1])
   _explain_logger.warning("\n".join(lines))
 
 
-def _key_distance(a, b):
-  return (a[3] != b[3], a[0] != b[0], a[1] != b[1],
-          sum(x != y for x, y in zip(a[2], b[2])) + abs(len(a[2]) - len(b[2])))
+def _key_diff(new, old, debug):
+  """(severity, number of differences, explanation) of two trace-cache keys."""
+  opts, in_tree, avals, ts = new
+  o_opts, o_tree, o_avals, o_ts = old
+  if ts != o_ts:
+    diffs = [f"  * {n} differs: now {a} and before {b}"
+             for n, a, b in zip(_trace_state_names, ts, o_ts) if a != b]
+    return (0, len(diffs), "Tracing context doesn't match, e.g. due to config or context "
+            "manager.\n" + "\n".join(diffs))
+  if in_tree != o_tree:
+    diffs = [f"  * at input path {tree_util.keystr(tuple(path))}, now {a} and before {b}, "
+             f"so {why}" for path, a, b, why in
+             tree_util.equality_errors_pytreedef(in_tree, o_tree)]
+    if diffs:
+      return 1, len(diffs), "different input pytree:\n" + "\n".join(diffs)
+  if opts != o_opts:
+    return 2, 1, "different jit options (static_argnums, donate_argnums, device, ...)"
+  if avals != o_avals:
+    names = debug.arg_names
+    diffs, weak = [], False
+    for i, (a, b) in enumerate(zip(avals, o_avals)):
+      if a == b:
+        continue
+      at = names[i] if names is not None and i < len(names) else f"args[{i}]"
+      sa, sb = a.str_short(), b.str_short()
+      if len(a.shape) != len(b.shape):   # JAX shows the (rank-dependent) sharding spec
+        sa, sb = sa + "({})", sb + "({})"
+      if a.weak_type != b.weak_type:
+        weak = True
+        sa += f"{{weak_type={a.weak_type}}}"
+        sb += f"{{weak_type={b.weak_type}}}"
+      diffs.append(f"  * at {at}, now {sa} and before {sb}")
+    msg = "different input types:\n" + "\n".join(diffs)
+    if weak:  # (sic) JAX appends the hint without a line break
+      msg += "https://docs.jax.dev/en/latest/type_promotion.html#weak-types"
+    if diffs:
+      return 3, len(diffs), msg
+  return 4, 0, "cache miss explanation unavailable"
 
 
 # --- jit ---------------------------------------------------------------------------------
@@ -899,8 +919,8 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
   Differs from JAX: ``in_shardings`` / ``out_shardings`` accept only single-device
   placements (``None``, a Device or ``SingleDeviceSharding``) and are otherwise ignored;
   ``compiler_options`` is accepted and ignored; ``keep_unused`` only shows in jaxprs.
-  Nested jit calls under ``grad``/``vmap`` are inlined until those interpreters gain
-  rules for ``jit_p``.
+  Under ``grad``/``jvp``/``vmap`` a jit call stays a ``jit`` equation (its JVP, its
+  primal and linear parts, its transpose and its batched form are jits again).
   """
   if fun is None:
     return functools.partial(
@@ -1245,3 +1265,74 @@ def ensure_compile_time_eval():
   with core.set_interpreter(_CompileTimeEvalInterpreter(interp)):
     yield
 ShapeDtypeStruct.__module__ = "pyjax"
+
+
+# --- named_call / named_scope -------------------------------------------------------------
+class _NameStack(threading.local):
+  def __init__(self):
+    self.names = ()
+
+
+_name_stack = _NameStack()
+
+
+def current_name_stack():
+  """The names pushed by the enclosing ``named_scope``/``named_call`` (outermost first),
+  joined with ``/`` as JAX prints a name stack."""
+  return "/".join(_name_stack.names)
+
+
+@contextlib.contextmanager
+def named_scope(name):
+  """Context manager adding ``name`` to the name stack of the operations staged inside it
+  (JAX uses it for HLO metadata and profiles; jaxprs are unchanged).  Differs from JAX:
+  the name stack is only kept (``current_name_stack``), not attached to equations."""
+  if not isinstance(name, str):
+    raise TypeError("named_scope name argument must be a string.")
+  prev = _name_stack.names
+  _name_stack.names = prev + (name,)
+  try:
+    yield
+  finally:
+    _name_stack.names = prev
+
+
+def named_call(fun, *, name=None):
+  """``fun`` running inside ``named_scope(name)`` (default: its ``__name__``); the jaxpr
+  of a call is unchanged, as in JAX."""
+  if name is None:
+    name = staging.fun_name(fun)
+
+  @functools.wraps(fun)
+  def named_f(*args, **kwargs):
+    with named_scope(name):
+      return fun(*args, **kwargs)
+  return named_f
+
+
+# --- flag context managers ------------------------------------------------------------------
+def _flag_context(name, doc):
+  @contextlib.contextmanager
+  def ctx(value=True):
+    prev = config.read(name)
+    config.update(name, value)
+    try:
+      yield
+    finally:
+      config.update(name, prev)
+  ctx.__name__ = name[len("jax_"):]
+  ctx.__doc__ = doc
+  return ctx
+
+
+log_compiles = _flag_context(
+    "jax_log_compiles",
+    "Context manager: log (at WARNING, on ``pyjax._src.dispatch`` / "
+    "``pyjax._src.interpreters.pxla``) each trace and compilation of a jitted function, "
+    "as ``jax_log_compiles``.  Differs from JAX: the compile step is logged as "
+    "``Finished compilation of jit(f)`` (there is no MLIR/XLA stage).")
+explain_cache_misses = _flag_context(
+    "jax_explain_cache_misses",
+    "Context manager: log why each jit cache miss retraced (``jax_explain_cache_misses``; "
+    "JAX's text on ``pyjax._src.interpreters.partial_eval``).")
+

@@ -21,10 +21,12 @@ from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters.ad import Zero
 from pyjax._src.lax import elementwise_ad as _elementwise_ad  # noqa: F401  (registers rules)
+from pyjax._src.lax import windowed_ad as _windowed_ad  # noqa: F401  (reduce_window's JVP)
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "jacobian", "hessian", "stop_gradient", "custom_jvp", "custom_vjp",
-           "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "SymbolicZero"]
+           "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "SymbolicZero",
+           "closure_convert", "zero_from_primal", "custom_gradient"]
 
 SymbolicZero = Zero
 
@@ -696,9 +698,9 @@ def _closure_converted_call(fun_flat, flat_args):
 # --- custom_jvp -------------------------------------------------------------------------
 custom_jvp_call_p = core.Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
-custom_jvp_call_p.param_printer = lambda p: {
-    "name": p["name"], "call_jaxpr": p["call_jaxpr"], "jvp": p["jvp_jaxpr_fun"],
-    "symbolic_zeros": p["symbolic_zeros"]}
+custom_jvp_call_p.eqn_printer = lambda eqn, ctx: [
+    ("name", eqn.params["name"]), ("call_jaxpr", eqn.params["call_jaxpr"]),
+    ("jvp", eqn.params["jvp_jaxpr_fun"]), ("symbolic_zeros", eqn.params["symbolic_zeros"])]
 
 
 @custom_jvp_call_p.def_abstract_eval
@@ -863,9 +865,10 @@ def _custom_jvp_dispatch(interp, fun_flat, jvp_flat, flat_args, symbolic_zeros, 
 # --- custom_vjp -------------------------------------------------------------------------
 custom_vjp_call_p = core.Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
-custom_vjp_call_p.param_printer = lambda p: {
-    "name": p["name"], "bwd": p["bwd"], "call_jaxpr": p["call_jaxpr"],
-    "fwd": p["fwd_jaxpr_thunk"], "symbolic_zeros": p["symbolic_zeros"]}
+custom_vjp_call_p.eqn_printer = lambda eqn, ctx: [  # name first, then sorted (as JAX)
+    ("name", eqn.params["name"]), ("bwd", eqn.params["bwd"]),
+    ("call_jaxpr", eqn.params["call_jaxpr"]), ("fwd", eqn.params["fwd_jaxpr_thunk"]),
+    ("symbolic_zeros", eqn.params["symbolic_zeros"])]
 
 
 @custom_vjp_call_p.def_abstract_eval
@@ -1094,3 +1097,121 @@ def _custom_vjp_dispatch(interp, fun_flat, fwd_flat, bwd, flat_args, symbolic_ze
   return custom_vjp_call_p.bind(*consts, *flat_args, call_jaxpr=call_jaxpr,
                                 fwd_jaxpr_thunk=fwd_flat, bwd=bwd, num_consts=len(consts),
                                 symbolic_zeros=bool(symbolic_zeros), name=name)
+
+
+# --- closure_convert ------------------------------------------------------------------------
+def _maybe_perturbed(x):
+  """Whether a closed-over value might carry a nonzero tangent (then it is hoisted)."""
+  if not isinstance(x, core.Tracer):
+    return False
+  if isinstance(x, ad.JVPTracer) and type(x.tangent) is Zero:
+    return _maybe_perturbed(x.primal)
+  if isinstance(x, core.StagingTracer):
+    return not ad.has_float0_tangent(x.aval)
+  return True
+
+
+def closure_convert(fun, *example_args):
+  """``(converted_fun, hoisted_consts)``: ``converted_fun(*args, *hoisted_consts)`` equals
+  ``fun(*args)`` for arguments shaped like ``example_args``; the values ``fun`` closes over
+  that may carry tangents (tracers of enclosing transformations) are hoisted out as
+  explicit arguments, so ``fun`` can be used where closures are not allowed (e.g. with
+  ``custom_vjp``)."""
+  from pyjax._src.interpreters import staging
+  flat_args, in_tree = tree_util.tree_flatten(example_args)
+  in_avals = [core.get_aval(x) for x in flat_args]
+  out_tree_cell = []
+
+  def flat_fun(*leaves):
+    out = fun(*tree_util.tree_unflatten(in_tree, leaves))
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_cell.append(out_tree)
+    return out_leaves
+
+  debug = staging.DebugInfo("closure_convert", staging.fun_source_info(fun),
+                            staging.arg_names_of(fun, example_args, {}), staging.fun_name(fun))
+  closed, tracer_consts = staging.trace_flat(flat_fun, in_avals, debug)
+  out_tree = out_tree_cell[-1]
+  hoist = [_maybe_perturbed(c) for c in tracer_consts]
+  kept = [c for c, h in zip(tracer_consts, hoist) if not h]
+  hoisted = [c for c, h in zip(tracer_consts, hoist) if h]
+  n_hoisted = len(hoisted)
+
+  def converted_fun(*args_hconsts):
+    n_args = len(args_hconsts) - n_hoisted
+    args, hconsts = args_hconsts[:n_args], args_hconsts[n_args:]
+    k, h = iter(kept), iter(hconsts)
+    consts = [next(h) if m else next(k) for m in hoist]
+    all_args, in_tree2 = tree_util.tree_flatten(tuple(args))
+    if in_tree != in_tree2:
+      raise TypeError("The inputs to the closure produced by closure_convert must have the "
+                      "same Pytree structure as the example arguments passed when "
+                      f"closure_convert was called. Expected {in_tree}, but got {in_tree2}")
+    outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *consts, *all_args)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+  return converted_fun, hoisted
+
+
+def zero_from_primal(val, symbolic_zeros=False):
+  """Zero tangents for the pytree ``val``: symbolic ``SymbolicZero``s, or arrays."""
+  def f(x):
+    z = Zero.from_primal_value(x)
+    return z if symbolic_zeros else ad.instantiate_zeros(z)
+  return tree_util.tree_map(f, val)
+
+
+# --- custom_gradient --------------------------------------------------------------------------
+class _GradientRule:
+  """The residuals of ``custom_gradient``: the traced gradient rule (static) and the values
+  it closes over (pytree children)."""
+
+  def __init__(self, jaxpr, n_tracer_consts, in_tree, out_tree, consts):
+    self.jaxpr, self.n_tracer_consts = jaxpr, n_tracer_consts
+    self.in_tree, self.out_tree, self.consts = in_tree, out_tree, consts
+
+
+tree_util.register_pytree_node(
+    _GradientRule,
+    lambda r: (r.consts, (r.jaxpr, r.n_tracer_consts, r.in_tree, r.out_tree)),
+    lambda aux, consts: _GradientRule(aux[0], aux[1], aux[2], aux[3], list(consts)))
+
+
+def custom_gradient(fun):
+  """``fun(*args) -> (out, vjp_rule)`` becomes a function returning ``out`` whose reverse
+  derivative is ``vjp_rule(ct) -> tuple of cotangents (one per argument)`` (JAX's
+  ``custom_gradient``, built on ``custom_vjp``)."""
+  from pyjax._src.interpreters import staging
+
+  @custom_vjp
+  def wrapped_fun(*args, **kwargs):
+    ans, _ = fun(*args, **kwargs)
+    return ans
+
+  def fwd(*args, **kwargs):
+    ans, rule = fun(*args, **kwargs)
+    ans_flat, out_tree = tree_util.tree_flatten((ans,))
+    in_tree_cell = []
+
+    def flat_rule(*cts_flat):
+      out = rule(*tree_util.tree_unflatten(out_tree, cts_flat))
+      leaves, in_tree = tree_util.tree_flatten(out)
+      in_tree_cell.append(in_tree)
+      return leaves
+    avals = [ad.tangent_aval(core.get_aval(x)) for x in ans_flat]
+    closed, tconsts = staging.trace_flat(flat_rule, avals)
+    return ans, _GradientRule(closed.jaxpr, len(tconsts), in_tree_cell[-1], out_tree,
+                              list(tconsts) + list(closed.consts))
+
+  def bwd(res, cts):
+    cts_flat, out_tree = tree_util.tree_flatten((cts,))
+    if out_tree != res.out_tree:
+      raise TypeError(f"{res.out_tree}\n!=\n{out_tree}")
+    k = res.n_tracer_consts
+    outs = core.eval_jaxpr(res.jaxpr, res.consts[k:], *res.consts[:k], *cts_flat)
+    out = tree_util.tree_unflatten(res.in_tree, outs)
+    return (out,) if tree_util.treedef_is_leaf(res.in_tree) else out
+
+  wrapped_fun.defvjp(fwd, bwd)
+  return wrapped_fun
+

@@ -32,10 +32,17 @@ from pyjax._src.runtime.array import Array, ArrayImpl
 class _TraceState(threading.local):
   def __init__(self):
     self.interp = eval_interpreter
+    self.source_info = None   # set by eval_jaxpr: the equation being re-bound
 
 
 def current_interpreter():
   return _state.interp
+
+
+def _trace_state_key():
+  """The config flags that change tracing (part of derived-jaxpr cache keys)."""
+  from pyjax._src.config import config
+  return config.trace_state()
 
 
 @contextlib.contextmanager
@@ -57,10 +64,12 @@ class Primitive:
   impl = None              # Python-level eager rule (higher-order primitives); else backend
   arg_names = None         # names for error messages ("argument x of add")
   eqn_printer = None       # optional (eqn, name context) -> ordered (param, value) pairs
+  effectful = False        # True when ``def_effectful_abstract_eval`` gave the rule
 
   def __init__(self, name):
     self.name = name
     self._abstract_eval = None
+    self._effectful_abstract_eval = None
     self.param_printer = None   # optional: params -> dict of what the jaxpr text shows
 
   def __repr__(self):
@@ -73,12 +82,62 @@ class Primitive:
     self._abstract_eval = rule
     return rule
 
+  def def_effectful_abstract_eval(self, rule):
+    """``rule(*avals, **params) -> (out_aval(s), effects)``: for primitives with side
+    effects (callbacks, prints) or whose jaxpr params have them (jit, remat, ...).  A
+    staged equation records the effects; executables never drop it as dead code."""
+    self._effectful_abstract_eval = rule
+    self.effectful = True
+    self._abstract_eval = lambda *avals, **params: rule(*avals, **params)[0]
+    return rule
+
+  def abstract_eval_effects(self, *avals, **params):
+    """(out aval(s), frozenset of effects)."""
+    if self.effectful:
+      out, effs = self._effectful_abstract_eval(*avals, **params)
+      return out, frozenset(effs)
+    return self._abstract_eval(*avals, **params), no_effects
+
   def def_impl(self, impl):
     self.impl = impl
     return impl
 
   def abstract_eval(self, *avals, **params):
     return self._abstract_eval(*avals, **params)
+
+
+# --- effects ----------------------------------------------------------------------------
+class Effect:
+  """A side effect of an equation (printed by name, as JAX's: ``Debug``, ``IO``...).
+  ``ordered`` effects keep their program order relative to each other."""
+  __slots__ = ("name", "ordered")
+
+  def __init__(self, name, ordered=False):
+    self.name = name
+    self.ordered = ordered
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+  def __lt__(self, other):   # effects print sorted
+    return self.name < other.name
+
+
+no_effects = frozenset()
+
+
+def jaxpr_effects(jaxpr):
+  """The effects of a Jaxpr or ClosedJaxpr (the union of its equations')."""
+  return (jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr).effects
+
+
+def join_effects(*jaxprs):
+  effs = set()
+  for j in jaxprs:
+    effs.update(jaxpr_effects(j))
+  return frozenset(effs)
 
 
 class Interpreter:
@@ -672,17 +731,42 @@ def eval_jaxpr(jaxpr, consts, *args):
     env[v] = x
 
   def read(v):
-    return v.val if type(v) is Literal else env[v]
+    return literal_value(v) if type(v) is Literal else env[v]
 
-  for eqn in jaxpr.eqns:
-    ins = [read(v) for v in eqn.invars]
-    out = eqn.primitive.bind(*ins, **eqn.params)
-    if eqn.primitive.multiple_results:
-      for v, o in zip(eqn.outvars, out):
-        env[v] = o
-    else:
-      env[eqn.outvars[0]] = out
+  state = _state
+  prev_src = state.source_info
+  try:
+    for eqn in jaxpr.eqns:
+      ins = [read(v) for v in eqn.invars]
+      # re-staged equations keep their original source line (error messages, residuals)
+      state.source_info = eqn.source_info or prev_src
+      out = eqn.primitive.bind(*ins, **eqn.params)
+      if eqn.primitive.multiple_results:
+        for v, o in zip(eqn.outvars, out):
+          env[v] = o
+      else:
+        env[eqn.outvars[0]] = out
+  finally:
+    state.source_info = prev_src
   return [read(v) for v in jaxpr.outvars]
+
+
+_weak_literal_cache = {}
+
+
+def literal_value(lit):
+  """A literal's value for binding: Python scalars as they are; a NumPy scalar whose aval
+  is weakly typed becomes a weak 0-d Array (a NumPy scalar alone would read as strong)."""
+  v = lit.val
+  if type(v) in dtypes.python_scalar_types or not lit.aval.weak_type:
+    return v
+  key = (repr(v), lit.aval.dtype)
+  hit = _weak_literal_cache.get(key)
+  if hit is None:
+    hit = ArrayImpl(np.asarray(v, lit.aval.dtype), lit.aval, None, False)
+    if len(_weak_literal_cache) < 4096:
+      _weak_literal_cache[key] = hit
+  return hit
 
 
 def jaxpr_as_fun(closed):
@@ -692,6 +776,7 @@ def jaxpr_as_fun(closed):
 # --- staging: record equations into a jaxpr --------------------------------------------
 class StagingTracer(Tracer):
   __slots__ = ("_aval", "var")
+  jax_name = "DynamicJaxprTracer"
 
   def __init__(self, trace, aval, var):
     self._trace = trace
@@ -750,15 +835,18 @@ class StagingInterpreter(Interpreter):
 
   def process_primitive(self, prim, args, params):
     avals = [get_aval(x) for x in args]
-    out = prim.abstract_eval(*avals, **params)
+    if prim.effectful:
+      out, effs = prim.abstract_eval_effects(*avals, **params)
+    else:
+      out, effs = prim.abstract_eval(*avals, **params), no_effects
     invars = [self.to_atom(x) for x in args]
-    src = user_frame()
+    src = _state.source_info or user_frame()
     if prim.multiple_results:
       outvars = [Var(a) for a in out]
-      self.eqns.append(JaxprEqn(invars, outvars, prim, params, source_info=src))
+      self.eqns.append(JaxprEqn(invars, outvars, prim, params, effs, src))
       return [StagingTracer(self, a, v) for a, v in zip(out, outvars)]
     v = Var(out)
-    self.eqns.append(JaxprEqn(invars, [v], prim, params, source_info=src))
+    self.eqns.append(JaxprEqn(invars, [v], prim, params, effs, src))
     return StagingTracer(self, out, v)
 
   def error_context(self, tracer):
@@ -807,7 +895,12 @@ class StagingInterpreter(Interpreter):
 
   def to_jaxpr(self, outs):
     outvars = [self.to_atom(x) for x in outs]
-    jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, debug_info=self.debug_info)
+    effs = set()
+    for e in self.eqns:
+      if e.effects:
+        effs.update(e.effects)
+    jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns, frozenset(effs),
+                  debug_info=self.debug_info)
     return jaxpr, list(self.consts)
 
 
@@ -840,13 +933,40 @@ def summarize_source(source_info):
   return f"{where} ({name})"
 
 
+def _tracer_kind(x):
+  """JAX's class name for a tracer (error messages)."""
+  name = getattr(type(x), "jax_name", None)
+  if callable(name):
+    return name(x)
+  return name or type(x).__name__
+
+
 def raise_escaped_tracer(x):
-  raise errors.UnexpectedTracerError(
-      f"Encountered an unexpected tracer. A function transformed by JAX had a side effect, "
-      f"allowing for a reference to an intermediate value with type {x.aval.str_short()} "
-      f"wrapped in a {type(x).__name__} to escape the scope of the transformation.\n"
-      "JAX transformations require that functions explicitly return their outputs, and "
-      "disallow saving intermediate values to global state.")
+  """JAX's UnexpectedTracerError for a tracer used after its transformation finished:
+  the function being traced when it leaked and, for staged values, the line where the
+  leaked value was created."""
+  trace = x._trace
+  msg = [f"Encountered an unexpected tracer. A function transformed by JAX had a side "
+         f"effect, allowing for a reference to an intermediate value with type "
+         f"{x.aval.str_short(short_dtypes=False)} wrapped in a {_tracer_kind(x)} to escape "
+         "the scope of the transformation.\nJAX transformations require that functions "
+         "explicitly return their outputs, and disallow saving intermediate values to global "
+         "state."]
+  dbg = getattr(trace, "debug_info", None)
+  src = getattr(dbg, "func_src_info", None)
+  if src is not None:
+    msg.append(f"The function being traced when the value leaked was {src} traced for "
+               f"{dbg.traced_for}.")
+    var = getattr(x, "var", None)
+    created = ""
+    for eqn in getattr(trace, "eqns", ()):
+      if var is not None and var in eqn.outvars:
+        created = summarize_source(eqn.source_info)
+        break
+    msg.append("------------------------------\n"
+               f"The leaked intermediate value was created on line {created}. \n"
+               "------------------------------")
+  raise errors.UnexpectedTracerError("\n".join(msg))
 
 
 def trace_to_jaxpr(fun, in_avals, debug_info=None):

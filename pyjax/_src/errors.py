@@ -76,3 +76,12 @@ class KeyReuseError(_JAXErrorMixin, RuntimeError):
 
 class JaxRuntimeError(RuntimeError):
   """An error raised while executing a computation (also surfaces async failures)."""
+
+
+class JaxprTypeError(TypeError):
+  """Raised when a jaxpr fails its type check (as jax.errors.JaxprTypeError)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+  """Raised for a dimension comparison that symbolic shapes cannot decide (as in JAX;
+  pyjax has no symbolic shapes yet, so it is defined for ``except`` clauses that name it)."""

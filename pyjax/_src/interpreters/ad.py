@@ -19,6 +19,8 @@ Integer and boolean values have ``float0`` tangents, always kept symbolic (``Zer
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from pyjax._src import core, dtypes
@@ -62,6 +64,9 @@ class Zero:
   @staticmethod
   def from_primal_value(x):
     return Zero(tangent_aval(core.get_aval(x)))
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
 
   def __repr__(self):
     return f"Zero({_aval_str(self.aval)})"
@@ -310,6 +315,10 @@ class JVPTracer(core.Tracer):
   """A primal value with its tangent (a parent-level value, a staged tangent, or Zero)."""
   __slots__ = ("primal", "tangent")
 
+  @staticmethod
+  def jax_name(x):   # JAX's class names, for error messages
+    return "JVPTracer" if x._trace.tangent_interp is None else "LinearizeTracer"
+
   def __init__(self, trace, primal, tangent):
     self._trace = trace
     self.primal = primal
@@ -504,12 +513,7 @@ def linearize_flat(fun, primals, forward=False, has_aux=False):
 
 
 # --- transposition ----------------------------------------------------------------------
-def literal_value(lit):
-  """A literal's value with its aval's weak type (a NumPy scalar would read as strong)."""
-  v = lit.val
-  if type(v) in dtypes.python_scalar_types or not lit.aval.weak_type:
-    return v
-  return scalar_const(v, lit.aval.dtype, True)
+literal_value = core.literal_value  # a literal's value with its aval's weak type
 
 
 def backward_pass(jaxpr, consts, cts_out, args=None):
@@ -605,6 +609,28 @@ def _jit_params_like(staging, params, closed, name):
                             params.get("keep_unused", False), params.get("inline", False), dev)
 
 
+_rule_caches = weakref.WeakKeyDictionary()   # jaxpr -> {key: derived jaxprs}
+
+
+def memo(jaxpr, key, build):
+  """``build()`` -> (result, cacheable), remembered per (``jaxpr`` object, ``key``) while
+  the jaxpr lives.  Differentiating the same jaxpr the same way again gives the same
+  derived jaxpr objects, so they print once (``let``-bound), as in JAX."""
+  key = (key, core._trace_state_key())
+  try:
+    table = _rule_caches.get(jaxpr)
+    if table is None:
+      table = _rule_caches[jaxpr] = {}
+    hit = table.get(key)
+  except TypeError:
+    return build()[0]
+  if hit is None:
+    hit, ok = build()
+    if ok:
+      table[key] = hit
+  return hit
+
+
 def _jit_jvp(interp, primals, tangents, *, jaxpr, **params):
   from pyjax._src.interpreters import staging
   if interp.tangent_interp is not None:
@@ -613,75 +639,97 @@ def _jit_jvp(interp, primals, tangents, *, jaxpr, **params):
   name = params.get("name", "f")
   nz = [type(t) is not Zero for t in tangents]
   n = len(primals)
-  mask_cell = []
-
-  def jvp_fun(*args):
-    ps = args[:n]
-    it = iter(args[n:])
-    ts = [next(it) if m else Zero(tangent_aval(core.get_aval(p))) for p, m in zip(ps, nz)]
-    out_p, out_t = jvp_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs),
-                            list(ps), ts)
-    mask = [type(t) is not Zero for t in out_t]
-    mask_cell.append(mask)
-    return list(out_p) + [t for t, m in zip(out_t, mask) if m]
-
   nz_ts = [t for t, m in zip(tangents, nz) if m]
   in_avals = [core.get_aval(p) for p in primals] + [core.get_aval(t) for t in nz_ts]
+
+  def build():
+    mask_cell = []
+
+    def jvp_fun(*args):
+      ps = args[:n]
+      it = iter(args[n:])
+      ts = [next(it) if m else Zero(tangent_aval(core.get_aval(p))) for p, m in zip(ps, nz)]
+      out_p, out_t = jvp_flat(lambda *xs: core.eval_jaxpr(closed.jaxpr, closed.consts, *xs),
+                              list(ps), ts)
+      mask = [type(t) is not Zero for t in out_t]
+      mask_cell.append(mask)
+      return list(out_p) + [t for t, m in zip(out_t, mask) if m]
+
+    with core.set_interpreter(interp.parent):
+      new_closed, tconsts = staging.trace_flat(jvp_fun, in_avals)
+    return (new_closed, tconsts, mask_cell[-1]), not tconsts
+
+  new_closed, tconsts, mask = memo(closed, ("jvp", tuple(nz), tuple(in_avals)), build)
   with core.set_interpreter(interp.parent):
-    new_closed, tconsts = staging.trace_flat(jvp_fun, in_avals)
     outs = staging.jit_p.bind(*tconsts, *primals, *nz_ts,
                               **_jit_params_like(staging, params, new_closed, name))
   n_out = len(closed.jaxpr.outvars)
   it = iter(outs[n_out:])
-  out_t = [next(it) if m else Zero(tangent_aval(a))
-           for m, a in zip(mask_cell[-1], closed.out_avals)]
+  out_t = [next(it) if m else Zero(tangent_aval(a)) for m, a in zip(mask, closed.out_avals)]
   return list(outs[:n_out]), out_t
+
+
+class _LinearizedJit:
+  """A jit equation split for linearize: the primal jit (returning the residuals that are
+  not inputs) and the linear jit of the tangents."""
+  __slots__ = ("known", "tconsts", "fwd", "lin_closed", "in_mask", "out_mask", "out_avals",
+               "has_out")
 
 
 def _jit_linearize(staging, interp, primals, tangents, closed, params):
   name = params.get("name", "f")
-  cell = []
-
   nz = [type(t) is not Zero for t in tangents]
+  p_avals = [core.get_aval(p) for p in primals]
 
-  def known(*ps):
-    def inner(*lin_args):  # only inputs with nonzero tangents are linearized
-      it = iter(lin_args)
-      return core.eval_jaxpr(closed.jaxpr, closed.consts,
-                             *[next(it) if m else p for p, m in zip(ps, nz)])
-    out_p, lin = linearize_flat(inner, [p for p, m in zip(ps, nz) if m],
-                                forward=interp.forward)
-    # residuals that are inputs are forwarded (not returned by the primal jit)
-    pos = {id(p): i for i, p in enumerate(ps)}
-    fwd = [pos.get(id(c)) for c in lin.consts if isinstance(c, core.Tracer)]
-    cell.append((lin, fwd))
-    return list(out_p) + [c for c, f in zip([c for c in lin.consts
-                                              if isinstance(c, core.Tracer)], fwd) if f is None]
+  def build():
+    cell = []
 
+    def known(*ps):
+      def inner(*lin_args):  # only inputs with nonzero tangents are linearized
+        it = iter(lin_args)
+        return core.eval_jaxpr(closed.jaxpr, closed.consts,
+                               *[next(it) if m else p for p, m in zip(ps, nz)])
+      out_p, lin = linearize_flat(inner, [p for p, m in zip(ps, nz) if m],
+                                  forward=interp.forward)
+      # residuals that are inputs are forwarded (not returned by the primal jit)
+      pos = {id(p): i for i, p in enumerate(ps)}
+      res = [c for c in lin.consts if isinstance(c, core.Tracer)]
+      fwd = [pos.get(id(c)) for c in res]
+      cell.append((lin, fwd))
+      return list(out_p) + [c for c, f in zip(res, fwd) if f is None]
+
+    with core.set_interpreter(interp.parent):
+      known_closed, tconsts = staging.trace_flat(known, p_avals)
+    lin, fwd = cell[-1]
+    j = lin.jaxpr
+    res_vars = [v for v, c in zip(j.constvars, lin.consts) if isinstance(c, core.Tracer)]
+    const_pairs = [(v, c) for v, c in zip(j.constvars, lin.consts)
+                   if not isinstance(c, core.Tracer)]
+    r = _LinearizedJit()
+    r.known, r.tconsts, r.fwd = known_closed, tconsts, fwd
+    r.lin_closed = core.ClosedJaxpr(
+        core.Jaxpr([v for v, _ in const_pairs], res_vars + list(j.invars), j.outvars, j.eqns),
+        [c for _, c in const_pairs])
+    r.in_mask, r.out_mask, r.out_avals = lin.in_mask, lin.out_mask, lin.out_avals
+    r.has_out = bool(j.outvars)
+    return r, not tconsts
+
+  r = memo(closed, ("linearize", tuple(nz), interp.forward, tuple(p_avals)), build)
   with core.set_interpreter(interp.parent):
-    known_closed, tconsts = staging.trace_flat(known, [core.get_aval(p) for p in primals])
-    outs = staging.jit_p.bind(*tconsts, *primals,
-                              **_jit_params_like(staging, params, known_closed, name))
-  lin, fwd = cell[-1]
+    outs = staging.jit_p.bind(*r.tconsts, *primals,
+                              **_jit_params_like(staging, params, r.known, name))
   n_out = len(closed.jaxpr.outvars)
   out_p = list(outs[:n_out])
   it_res = iter(outs[n_out:])
-  res = [next(it_res) if f is None else primals[f] for f in fwd]
-  j = lin.jaxpr
-  res_vars = [v for v, c in zip(j.constvars, lin.consts) if isinstance(c, core.Tracer)]
-  const_pairs = [(v, c) for v, c in zip(j.constvars, lin.consts)
-                 if not isinstance(c, core.Tracer)]
-  lin_closed = core.ClosedJaxpr(
-      core.Jaxpr([v for v, _ in const_pairs], res_vars + list(j.invars), j.outvars, j.eqns),
-      [c for _, c in const_pairs])
+  res = [next(it_res) if f is None else primals[f] for f in r.fwd]
   with core.set_interpreter(interp.rule_interp):
-    t_in = [t for t, m in zip([t for t in tangents if type(t) is not Zero], lin.in_mask) if m]
+    t_in = [t for t, m in zip([t for t in tangents if type(t) is not Zero], r.in_mask) if m]
     t_outs = []
-    if j.outvars:
+    if r.has_out:
       t_outs = staging.jit_p.bind(
-          *res, *t_in, **_jit_params_like(staging, params, lin_closed, name))
+          *res, *t_in, **_jit_params_like(staging, params, r.lin_closed, name))
   it = iter(t_outs)
-  out_t = [next(it) if m else Zero(a) for m, a in zip(lin.out_mask, lin.out_avals)]
+  out_t = [next(it) if m else Zero(a) for m, a in zip(r.out_mask, r.out_avals)]
   return out_p, out_t
 
 
@@ -693,18 +741,35 @@ def _jit_transpose(cts, *args, jaxpr, **params):
   res = [a for a in args if type(a) is not UndefinedPrimal]
   ct_nz = [type(c) is not Zero for c in cts]
   nz_cts = [c for c, m in zip(cts, ct_nz) if m]
-
-  def bwd(*xs):
-    r = iter(xs[:len(res)])
-    c = iter(xs[len(res):])
-    full_cts = [next(c) if m else Zero(tangent_aval(a)) for m, a in zip(ct_nz, closed.out_avals)]
-    full_args = [a if type(a) is UndefinedPrimal else next(r) for a in args]
-    cts_in = backward_pass(closed.jaxpr, closed.consts, full_cts, full_args)
-    return [instantiate_zeros(ct) for ct, m in zip(cts_in, lin_mask) if m]
-
   in_avals = [core.get_aval(x) for x in res] + [core.get_aval(x) for x in nz_cts]
-  new_closed, tconsts = staging.trace_flat(bwd, in_avals)
-  outs = staging.jit_p.bind(*tconsts, *res, *nz_cts,
+
+  def build():
+    def bwd(*xs):
+      r = iter(xs[:len(res)])
+      c = iter(xs[len(res):])
+      full_cts = [next(c) if m else Zero(tangent_aval(a))
+                  for m, a in zip(ct_nz, closed.out_avals)]
+      full_args = [a if type(a) is UndefinedPrimal else next(r) for a in args]
+      cts_in = backward_pass(closed.jaxpr, closed.consts, full_cts, full_args)
+      return [instantiate_zeros(ct) for ct, m in zip(cts_in, lin_mask) if m]
+    new_closed, tconsts = staging.trace_flat(bwd, in_avals)
+    # inputs the backward pass does not read are dropped (as JAX prunes them)
+    j = new_closed.jaxpr
+    used = {v for e in j.eqns for v in e.invars if type(v) is not core.Literal}
+    used.update(v for v in j.outvars if type(v) is not core.Literal)
+    keep = [v in used for v in j.invars]
+    keep[:len(tconsts)] = [True] * len(tconsts)
+    if not all(keep):
+      new_closed = core.ClosedJaxpr(
+          core.Jaxpr(j.constvars, [v for v, k in zip(j.invars, keep) if k], j.outvars, j.eqns,
+                     j.effects, j.debug_info), new_closed.consts)
+    return (new_closed, tconsts, keep[len(tconsts):]), not tconsts
+
+  new_closed, tconsts, keep = memo(
+      closed, ("transpose", tuple(lin_mask), tuple(ct_nz), tuple(in_avals),
+               tuple(a.aval for a in args if type(a) is UndefinedPrimal)), build)
+  ins = [x for x, k in zip(list(res) + nz_cts, keep) if k]
+  outs = staging.jit_p.bind(*tconsts, *ins,
                             **_jit_params_like(staging, params, new_closed, name))
   it = iter(outs)
   return [next(it) if m else None for m in lin_mask]

@@ -244,10 +244,10 @@ jit_p = core.Primitive("jit")
 jit_p.multiple_results = True
 
 
-@jit_p.def_abstract_eval
+@jit_p.def_effectful_abstract_eval
 def _jit_abstract_eval(*avals, jaxpr, **params):
   del params
-  return list(jaxpr.out_avals)
+  return list(jaxpr.out_avals), core.jaxpr_effects(jaxpr)
 
 
 def _jit_eqn_printer(eqn, ctx):

@@ -575,3 +575,66 @@ _ad.defjvp(conv_general_dilated_p,
            lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(g, rhs, **params),
            lambda g, lhs, rhs, **params: conv_general_dilated_p.bind(lhs, g, **params))
 _ad.primitive_transposes[conv_general_dilated_p] = _conv_general_dilated_transpose
+
+
+# --- batching rules -----------------------------------------------------------------------
+# The vmapped dimension is folded into a convolution dimension and split out of the
+# result: into the lhs batch (N) dimension when only the lhs is batched, into the rhs
+# output-feature (O) dimension when only the rhs is, and into feature (or batch) groups
+# when both are.  With feature/batch groups the groups stay outermost.
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+
+def _conv_general_dilated_batch(args, dims, *, dimension_numbers, feature_group_count,
+                                batch_group_count, **params):
+  lhs, rhs = args
+  lbd, rbd = dims
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  nm = _bt.not_mapped
+
+  def conv(l, r, fgc, bgc):
+    return conv_general_dilated_p.bind(l, r, dimension_numbers=dimension_numbers,
+                                       feature_group_count=fgc, batch_group_count=bgc,
+                                       **params)
+  if lbd is not nm and rbd is not nm:
+    size = core.get_aval(lhs).shape[lbd]
+    if batch_group_count > 1:
+      new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
+      fgc, bgc = feature_group_count, batch_group_count * size
+    else:
+      new_lhs = _reshape_axis_into(lbd, lhs_spec[1], lhs)
+      fgc, bgc = feature_group_count * size, batch_group_count
+    new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
+    out = conv(new_lhs, new_rhs, fgc, bgc)
+    return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
+  if lbd is not nm:
+    size = core.get_aval(lhs).shape[lbd]
+    if batch_group_count == 1:
+      new_lhs = _reshape_axis_into(lbd, lhs_spec[0], lhs)
+    else:  # keep the batch groups outermost in N: N = (groups, vmap, rest)
+      n = lhs_spec[0]
+      new_lhs = _reshape_axis_out_of(n + int(lbd <= n), batch_group_count, lhs)
+      new_lhs = _reshape_axis_into(lbd + int(n < lbd), n + 1, new_lhs)
+      new_lhs = _reshape_axis_into(n, n, new_lhs)
+    out = conv(new_lhs, rhs, feature_group_count, batch_group_count)
+    return _reshape_axis_out_of(out_spec[0], size, out), out_spec[0]
+  size = core.get_aval(rhs).shape[rbd]
+  if feature_group_count == 1 and batch_group_count == 1:
+    new_rhs = _reshape_axis_into(rbd, rhs_spec[0], rhs)
+    out = conv(lhs, new_rhs, 1, 1)
+    return _reshape_axis_out_of(out_spec[1], size, out), out_spec[1]
+  # groups outermost in O: O = (groups, vmap, rest); undo the same way on the output
+  groups = feature_group_count if feature_group_count > 1 else batch_group_count
+  o = rhs_spec[0]
+  new_rhs = _reshape_axis_out_of(o + int(rbd <= o), groups, rhs)
+  new_rhs = _reshape_axis_into(rbd + int(o < rbd), o + 1, new_rhs)
+  new_rhs = _reshape_axis_into(o, o, new_rhs)
+  out = conv(lhs, new_rhs, feature_group_count, batch_group_count)
+  c = out_spec[1]
+  out = _reshape_axis_out_of(c, groups, out)
+  out = _reshape_axis_out_of(c + 1, size, out)
+  out = _reshape_axis_into(c, c + 1, out)
+  return out, c
+
+
+_bt.primitive_batchers[conv_general_dilated_p] = _conv_general_dilated_batch

@@ -350,7 +350,8 @@ def _remaining(original, *removed_lists):
   return [i for i in original if i not in removed]
 
 
-def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, swap_ans=False):
+def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, preferred_element_type=None,
+                       swap_ans=False):
   from pyjax._src.lax import shapes as _shapes
   from pyjax._src.lax import elementwise as _ew
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
@@ -366,7 +367,7 @@ def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, swap_ans=F
   x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
   out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
   d = dot_general_p.bind(g, y, dimension_numbers=dims, precision=precision,
-                         preferred_element_type=None, out_sharding=None)
+                         preferred_element_type=preferred_element_type, out_sharding=None)
   perm = tuple(int(i) for i in out_axes)
   if perm != tuple(range(len(perm))):
     d = _shapes.transpose_p.bind(d, permutation=perm)
@@ -382,14 +383,53 @@ def _dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision=None,
     raise ValueError("dot_general is not linear in both operands at once")
   if _ad.is_undefined_primal(lhs):
     return [_dot_transpose_lhs(ct, lhs.aval, rhs, dimension_numbers=dimension_numbers,
-                               precision=precision), None]
+                               precision=precision,
+                               preferred_element_type=preferred_element_type), None]
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   swapped = ((y_contract, x_contract), (y_batch, x_batch))
   return [None, _dot_transpose_lhs(ct, rhs.aval, lhs, dimension_numbers=swapped,
-                                   precision=precision, swap_ans=True)]
+                                   precision=precision,
+                                   preferred_element_type=preferred_element_type,
+                                   swap_ans=True)]
 
 
 _ad.defjvp(dot_general_p,
            lambda g, lhs, rhs, **params: dot_general_p.bind(g, rhs, **params),
            lambda g, lhs, rhs, **params: dot_general_p.bind(lhs, g, **params))
 _ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+
+
+# --- batching rules -----------------------------------------------------------------------
+# Both operands batched: the batch dimension becomes a new leading dot_general batch
+# dimension.  One operand batched: it is a free dimension of that operand, and the result
+# keeps it where dot_general puts that operand's free dimensions.
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+
+def _bump(dims, b):
+  return tuple(int(d) + 1 if d >= b else int(d) for d in dims)
+
+
+def _dot_general_batch(args, dims, *, dimension_numbers, **params):
+  lhs, rhs = args
+  lbd, rbd = dims
+  (lc, rc), (lb, rb) = dimension_numbers
+  nm = _bt.not_mapped
+  if lbd is not nm and rbd is not nm:
+    new_dn = ((_bump(lc, lbd), _bump(rc, rbd)), ((lbd,) + _bump(lb, lbd), (rbd,) + _bump(rb, rbd)))
+    out_d = 0
+  elif lbd is not nm:
+    nd = len(core.get_aval(lhs).shape) - 1
+    free = [d for d in range(nd) if d not in lc and d not in lb]
+    out_d = len(lb) + sum(1 for d in free if d < lbd)
+    new_dn = ((_bump(lc, lbd), tuple(rc)), (_bump(lb, lbd), tuple(rb)))
+  else:
+    lnd = len(core.get_aval(lhs).shape)
+    nd = len(core.get_aval(rhs).shape) - 1
+    free = [d for d in range(nd) if d not in rc and d not in rb]
+    out_d = lnd - len(lc) + sum(1 for d in free if d < rbd)
+    new_dn = ((tuple(lc), _bump(rc, rbd)), (tuple(lb), _bump(rb, rbd)))
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=new_dn, **params), out_d
+
+
+_bt.primitive_batchers[dot_general_p] = _dot_general_batch

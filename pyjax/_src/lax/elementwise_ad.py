@@ -413,3 +413,124 @@ def stop_gradient(x):
 
 
 _ = np
+
+
+# --- batching rules -------------------------------------------------------------------------
+# Unary elementwise operations commute with the batch dimension; n-ary ones use lax's
+# broadcasting (batching.broadcast_batcher); select_n and clamp broadcast their scalar
+# operands themselves.
+from pyjax._src.interpreters import batching as _batching  # noqa: E402
+
+for _p in (neg_p, sign_p, floor_p, ceil_p, round_p, is_finite_p, exp_p, exp2_p, log_p,
+           expm1_p, log1p_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, asin_p, acos_p, atan_p,
+           sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p, rsqrt_p, cbrt_p, square_p,
+           abs_p, real_p, imag_p, conj_p, erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p,
+           bessel_i0e_p, bessel_i1e_p, not_p, population_count_p, clz_p, integer_pow_p,
+           convert_element_type_p, reduce_precision_p):
+  _batching.defvectorized(_p)
+
+for _p in (add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p, atan2_p, nextafter_p, complex_p,
+           and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p,
+           eq_p, ne_p, lt_p, le_p, gt_p, ge_p, igamma_p, igammac_p, igamma_grad_a_p,
+           random_gamma_grad_p, polygamma_p, zeta_p, pow_p, regularized_incomplete_beta_p):
+  _batching.defbroadcasting(_p)
+
+
+def _bitcast_convert_type_batch(args, dims, *, new_dtype):
+  x, = args
+  d, = dims
+  aval = core.get_aval(x)
+  if d == aval.ndim - 1:  # the trailing axis may be split or merged: keep the batch dim off it
+    x, d = _batching.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+_batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch
+
+
+def _full_rank_at_front(x, d, shape, size):
+  """An operand of per-example shape ``shape`` or () as a batched array of shape
+  ``(size, *shape)``."""
+  from pyjax._src.lax import shapes
+  aval = core.get_aval(x)
+  if d is _batching.not_mapped:
+    if aval.shape == tuple(shape):
+      return _batching.broadcast(x, size, 0)
+    return shapes.broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                          broadcast_dimensions=(), sharding=None)
+  x = _batching.moveaxis(x, d, 0)
+  if aval.ndim - 1 == len(shape):
+    return x
+  return shapes.broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                        broadcast_dimensions=(0,), sharding=None)
+
+
+def _per_example_shape(args, dims):
+  for x, d in zip(args, dims):
+    s = core.get_aval(x).shape
+    if d is not _batching.not_mapped:
+      return s[:d] + s[d + 1:], s[d]
+  raise AssertionError
+
+
+def _select_n_batch(args, dims):
+  from pyjax._src.lax import shapes
+  nm = _batching.not_mapped
+  which, *cases = args
+  wd, *cds = dims
+  size = _per_example_shape(args, dims)[1]
+  nd = lambda x: core.get_aval(x).ndim
+  shape = lambda x: core.get_aval(x).shape
+  # cheap cases: no transposes or broadcasts of the cases
+  if all(wd == d for d in cds):
+    if shape(which) == shape(cases[0]):
+      return select_n_p.bind(which, *cases), wd
+    which = shapes.broadcast_in_dim_p.bind(which, shape=shape(cases[0]),
+                                           broadcast_dimensions=(wd,), sharding=None)
+    return select_n_p.bind(which, *cases), wd
+  if nd(which) == 0 and all(d is not nm for d in cds):
+    if all(d == cds[0] for d in cds[1:]):
+      return select_n_p.bind(which, *cases), cds[0]
+    if all(shape(c) == shape(cases[0]) for c in cases):
+      d0 = cds[0]
+      return select_n_p.bind(which, cases[0], *[_batching.moveaxis(c, d, d0)
+                                                for c, d in zip(cases[1:], cds[1:])]), d0
+  # general case: batch dims to the front, broadcasting what is unbatched
+  if shape(which):
+    which = _batching.bdim_at_front(which, wd, size)
+  if not all(shape(c) == () for c in cases):
+    cases = [_batching.bdim_at_front(c, d, size) for c, d in zip(cases, cds)]
+  if 0 < nd(which) < nd(cases[0]):   # a per-example scalar which against array cases
+    which = shapes.broadcast_in_dim_p.bind(which, shape=shape(cases[0]),
+                                           broadcast_dimensions=(0,), sharding=None)
+  if nd(which) > nd(cases[0]):       # per-example scalar cases against a batched which
+    cases = [shapes.broadcast_in_dim_p.bind(c, shape=shape(which), broadcast_dimensions=(),
+                                            sharding=None) for c in cases]
+  return select_n_p.bind(which, *cases), 0
+
+
+_batching.primitive_batchers[select_n_p] = _select_n_batch
+
+
+def _clamp_batch(args, dims):
+  lo, x, hi = args
+  ld, xd, hd = dims
+  s = core.get_aval(x).shape
+  x_shape = s if xd is _batching.not_mapped else s[:xd] + s[xd + 1:]
+  size = _per_example_shape(args, dims)[1]
+  if all(d == xd for d in dims) and core.get_aval(lo).shape == s == core.get_aval(hi).shape:
+    return clamp_p.bind(lo, x, hi), xd
+  if (xd is not _batching.not_mapped and ld is hd is _batching.not_mapped
+      and not core.get_aval(lo).ndim and not core.get_aval(hi).ndim):
+    return clamp_p.bind(lo, x, hi), xd
+  x = _full_rank_at_front(x, xd, x_shape, size)
+  bounds = []
+  for b, d in ((lo, ld), (hi, hd)):
+    if d is _batching.not_mapped and not core.get_aval(b).ndim:
+      bounds.append(b)
+    else:
+      bounds.append(_full_rank_at_front(b, d, x_shape, size))
+  return clamp_p.bind(bounds[0], x, bounds[1]), 0
+
+
+_batching.primitive_batchers[clamp_p] = _clamp_batch

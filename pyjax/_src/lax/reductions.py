@@ -70,11 +70,17 @@ def _axes_tuple(axes):
 
 
 # --- arithmetic / order / logical reductions --------------------------------------------
+_ALL_AXES = [tuple(range(n)) for n in range(65)]
+_NUMBER_DTYPES = frozenset(d for d in dtypes.all_dtypes if _is_number(d))
+
+
 def _arith_reduction(name, accepts_all=False, with_sharding=False):
   p = core.Primitive(name)
   p.arg_names = ("operand",)
 
   def abstract(operand, *, axes, out_sharding=None):
+    if axes == _ALL_AXES[len(operand.shape)] and operand.dtype in _NUMBER_DTYPES:
+      return ShapedArray((), operand.dtype, operand.weak_type)  # full reduction: the hot path
     _check_axes(operand, axes)
     if not accepts_all:
       _check_number(name, operand.dtype)
@@ -687,3 +693,57 @@ _cumulative_jvp(cumprod_p, lambda a, b: [_ew.mul_p.bind(a[0], b[0])])
 _cumulative_jvp(cummax_p, lambda a, b: [_ew.max_p.bind(a[0], b[0])])
 _cumulative_jvp(cummin_p, lambda a, b: [_ew.min_p.bind(a[0], b[0])])
 _cumulative_jvp(cumlogsumexp_p, lambda a, b: _logaddexp_pair((a[0], a[1]), (b[0], b[1])))
+
+
+# --- batching rules -----------------------------------------------------------------------
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+
+def _shifted_axes(axes, d):
+  """Per-example reduced axes -> axes of the batched operand (batch dim at ``d``), as
+  NumPy integers (JAX's rule computes them with NumPy and its jaxprs show them so)."""
+  return tuple(np.where(np.less(axes, d), axes, np.add(axes, 1))) if axes else ()
+
+
+def _reducer_batch(prim):
+  def rule(args, dims, *, axes, **params):
+    x, = args
+    d, = dims
+    new_axes = _shifted_axes(axes, d)
+    out_d = d - int(np.sum(np.less(axes, d))) if axes else d
+    return prim.bind(x, axes=new_axes, **params), out_d
+  return rule
+
+
+for _p in (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
+           reduce_xor_p, argmax_p, argmin_p):
+  _bt.primitive_batchers[_p] = _reducer_batch(_p)
+
+
+def _cumulative_batch(prim):
+  def rule(args, dims, *, axis, reverse):
+    x, = args
+    d, = dims
+    return prim.bind(x, axis=axis if axis < d else axis + 1, reverse=reverse), d
+  return rule
+
+
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+  _bt.primitive_batchers[_p] = _cumulative_batch(_p)
+
+
+def _reduce_batch(args, dims, *, computation, jaxpr, dimensions):
+  n = len(args) // 2
+  operands, inits = args[:n], args[n:]
+  if any(d is not _bt.not_mapped for d in dims[n:]):
+    raise NotImplementedError("vmap of lax.reduce with batched initial values is not "
+                              "implemented (as in JAX)")
+  size = next(core.get_aval(x).shape[d] for x, d in zip(operands, dims[:n])
+              if d is not _bt.not_mapped)
+  operands = [_bt.bdim_at_front(x, d, size) for x, d in zip(operands, dims[:n])]
+  outs = reduce_p.bind(*operands, *inits, computation=computation, jaxpr=jaxpr,
+                       dimensions=tuple(np.add(1, dimensions)) if dimensions else ())
+  return outs, [0] * n
+
+
+_bt.primitive_batchers[reduce_p] = _reduce_batch

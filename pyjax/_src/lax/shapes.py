@@ -952,3 +952,147 @@ def _dynamic_update_slice_transpose(ct, operand, update, *idx):
 
 _ad.primitive_jvps[dynamic_update_slice_p] = _dynamic_update_slice_jvp
 _ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+
+
+# --- batching rules -----------------------------------------------------------------------
+# (pyjax._src.interpreters.batching's table; rules get parent-level values and batch dims.)
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+_nm = _bt.not_mapped
+
+
+def _broadcast_in_dim_batch(args, dims, *, shape, broadcast_dimensions, sharding=None):
+  x, = args
+  d, = dims
+  x = _bt.moveaxis(x, d, 0)
+  size = core.get_aval(x).shape[0]
+  new_dims = (0,) + tuple(np.add(1, broadcast_dimensions))
+  return broadcast_in_dim_p.bind(x, shape=(size,) + tuple(shape),
+                                 broadcast_dimensions=new_dims, sharding=sharding), 0
+
+
+_bt.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch
+
+
+def _reshape_batch(args, dims, *, new_sizes, dimensions, sharding=None):
+  x, = args
+  d, = dims
+  x = _bt.moveaxis(x, d, 0)
+  size = core.get_aval(x).shape[0]
+  if dimensions is not None:
+    dimensions = (0,) + tuple(np.add(1, dimensions))
+  return reshape_p.bind(x, new_sizes=(size,) + tuple(new_sizes), dimensions=dimensions,
+                        sharding=sharding), 0
+
+
+_bt.primitive_batchers[reshape_p] = _reshape_batch
+
+
+def _transpose_batch(args, dims, *, permutation):
+  x, = args
+  d, = dims
+  perm = (d,) + tuple(i if i < d else i + 1 for i in permutation)
+  return transpose_p.bind(x, permutation=perm), 0
+
+
+_bt.primitive_batchers[transpose_p] = _transpose_batch
+
+
+def _squeeze_batch(args, dims, *, dimensions):
+  x, = args
+  d, = dims
+  x = _bt.moveaxis(x, d, 0)
+  return squeeze_p.bind(x, dimensions=tuple(int(d) + 1 for d in dimensions)), 0
+
+
+_bt.primitive_batchers[squeeze_p] = _squeeze_batch
+
+
+def _rev_batch(args, dims, *, dimensions):
+  x, = args
+  d, = dims
+  return rev_p.bind(x, dimensions=tuple(i + 1 if i >= d else i for i in dimensions)), d
+
+
+_bt.primitive_batchers[rev_p] = _rev_batch
+
+
+def _concatenate_batch(args, dims, *, dimension):
+  size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not _nm)
+  xs = [_bt.moveaxis(x, d, 0) if d is not _nm else
+        broadcast_in_dim_p.bind(x, shape=(size,) + core.get_aval(x).shape,
+                                broadcast_dimensions=tuple(range(1, core.get_aval(x).ndim + 1)),
+                                sharding=None)
+        for x, d in zip(args, dims)]
+  return concatenate_p.bind(*xs, dimension=dimension + 1), 0
+
+
+_bt.primitive_batchers[concatenate_p] = _concatenate_batch
+
+
+def _pad_batch(args, dims, *, padding_config):
+  x, pv = args
+  xd, pd = dims
+  cfg = ((0, 0, 0),) + tuple(padding_config)
+  if pd is _nm:
+    return pad_p.bind(_bt.moveaxis(x, xd, 0), pv, padding_config=cfg), 0
+  # A batched padding value: pad with zeros and a mask, then select per example.
+  size = core.get_aval(pv).shape[pd]
+  x = _bt.bdim_at_front(x, xd, size)
+  aval = core.get_aval(x)
+  padded = pad_p.bind(x, _ad.scalar_const(0, aval.dtype), padding_config=cfg)
+  out_shape = core.get_aval(padded).shape
+  ones = broadcast_in_dim_p.bind(True, shape=aval.shape, broadcast_dimensions=(), sharding=None)
+  mask = pad_p.bind(ones, False, padding_config=cfg)
+  pv = broadcast_in_dim_p.bind(_bt.moveaxis(pv, pd, 0), shape=out_shape,
+                               broadcast_dimensions=(0,), sharding=None)
+  return _ew.select_n_p.bind(mask, pv, padded), 0
+
+
+_bt.primitive_batchers[pad_p] = _pad_batch
+
+
+def _slice_batch(args, dims, *, start_indices, limit_indices, strides):
+  x, = args
+  d, = dims
+  size = core.get_aval(x).shape[d]
+  start = list(start_indices)
+  limit = list(limit_indices)
+  start.insert(d, 0)
+  limit.insert(d, size)
+  if strides is not None:
+    strides = list(strides)
+    strides.insert(d, 1)
+    strides = tuple(strides)
+  return slice_p.bind(x, start_indices=tuple(start), limit_indices=tuple(limit),
+                      strides=strides), d
+
+
+_bt.primitive_batchers[slice_p] = _slice_batch
+
+
+def _dynamic_slice_batch(args, dims, *, slice_sizes):
+  # a gather (as JAX batches it), also when only the operand is batched
+  x, *idx = args
+  xd, *ids = dims
+  from pyjax._src.lax import slicing
+  if not idx:
+    return dynamic_slice_p.bind(x, slice_sizes=slice_sizes), xd
+  return slicing.batch_dynamic_slice_as_gather(x, xd, idx, ids, slice_sizes)
+
+
+_bt.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
+
+
+def _dynamic_update_slice_batch(args, dims):
+  # a scatter (as JAX batches it)
+  x, u, *idx = args
+  xd, ud, *ids = dims
+  from pyjax._src.lax import slicing
+  if not idx:
+    size = next(core.get_aval(v).shape[d] for v, d in ((x, xd), (u, ud)) if d is not _nm)
+    return _bt.bdim_at_front(u, ud, size), 0
+  return slicing.batch_dynamic_update_slice_as_scatter(x, xd, u, ud, idx, ids)
+
+
+_bt.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch

@@ -826,3 +826,149 @@ def _scatter_extremal_jvp(prim):
 
 _scatter_extremal_jvp(scatter_min_p)
 _scatter_extremal_jvp(scatter_max_p)
+
+
+# --- batching rules -----------------------------------------------------------------------
+# Batched operands/indices become XLA batching dimensions (operand_batching_dims /
+# start_indices_batching_dims) when both are batched; a batched operand alone becomes a
+# full-size offset (window) dimension; batched indices alone a new index batch dimension.
+# The result's batch dimension is always 0.
+from pyjax._src.interpreters import batching as _batching  # noqa: E402
+
+
+def _plus1(dims):
+  """Dims shifted past a new leading batch dimension (as NumPy integers: JAX computes them
+  with ``np.add`` and its jaxprs print them so)."""
+  return tuple(np.add(1, dims)) if len(dims) else ()
+
+
+def _batch_size(args, dims):
+  for x, d in zip(args, dims):
+    if d is not _batching.not_mapped:
+      return core.get_aval(x).shape[d]
+  raise AssertionError("no batched argument")
+
+
+def _gather_batch(args, dims, *, dimension_numbers, slice_sizes, unique_indices,
+                  indices_are_sorted, mode, fill_value):
+  operand, indices = args
+  od, idd = dims
+  dn = dimension_numbers
+  if idd is _batching.not_mapped:
+    operand = _batching.moveaxis(operand, od, 0)
+    size = core.get_aval(operand).shape[0]
+    dn2 = GatherDimensionNumbers(
+        offset_dims=(0,) + _plus1(dn.offset_dims),
+        collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
+        start_index_map=_plus1(dn.start_index_map),
+        operand_batching_dims=_plus1(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+    slice_sizes = (size,) + tuple(slice_sizes)
+  elif od is _batching.not_mapped:
+    indices = _batching.moveaxis(indices, idd, 0)
+    dn2 = GatherDimensionNumbers(
+        offset_dims=tuple(1 + int(d) for d in dn.offset_dims),
+        collapsed_slice_dims=tuple(dn.collapsed_slice_dims),
+        start_index_map=tuple(dn.start_index_map),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=_plus1(dn.start_indices_batching_dims))
+  else:
+    operand = _batching.moveaxis(operand, od, 0)
+    indices = _batching.moveaxis(indices, idd, 0)
+    dn2 = GatherDimensionNumbers(
+        offset_dims=_plus1(dn.offset_dims),
+        collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
+        start_index_map=_plus1(dn.start_index_map),
+        operand_batching_dims=(0,) + _plus1(dn.operand_batching_dims),
+        start_indices_batching_dims=(0,) + _plus1(dn.start_indices_batching_dims))
+    slice_sizes = (1,) + tuple(slice_sizes)
+  out = gather_p.bind(operand, indices, dimension_numbers=dn2, slice_sizes=tuple(slice_sizes),
+                      unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                      mode=mode, fill_value=fill_value)
+  return out, 0
+
+
+_batching.primitive_batchers[gather_p] = _gather_batch
+
+
+def _scatter_batch(prim):
+  def rule(args, dims, *, update_jaxpr, update_consts, dimension_numbers, indices_are_sorted,
+           unique_indices, mode):
+    operand, indices, updates = args
+    od, idd, ud = dims
+    size = _batch_size(args, dims)
+    dn = dimension_numbers
+    operand = _batching.bdim_at_front(operand, od, size)
+    updates = _batching.bdim_at_front(updates, ud, size)
+    if idd is _batching.not_mapped:
+      dn2 = ScatterDimensionNumbers(
+          update_window_dims=(0,) + _plus1(dn.update_window_dims),
+          inserted_window_dims=_plus1(dn.inserted_window_dims),
+          scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
+          operand_batching_dims=_plus1(dn.operand_batching_dims),
+          scatter_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    else:
+      indices = _batching.moveaxis(indices, idd, 0)
+      dn2 = ScatterDimensionNumbers(
+          update_window_dims=_plus1(dn.update_window_dims),
+          inserted_window_dims=_plus1(dn.inserted_window_dims),
+          scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
+          operand_batching_dims=(0,) + _plus1(dn.operand_batching_dims),
+          scatter_indices_batching_dims=(0,) + _plus1(dn.scatter_indices_batching_dims))
+    out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                    update_consts=update_consts, dimension_numbers=dn2,
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                    mode=mode)
+    return out, 0
+  return rule
+
+
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+           scatter_max_p):
+  _batching.primitive_batchers[_p] = _scatter_batch(_p)
+
+
+def _index_vector(idx, dims):
+  """Per-example scalar start indices (some maybe batched) as one index vector: shape
+  (n,) and not_mapped when none is batched, else (size, n) batched at 0."""
+  from pyjax._src.lax import shapes
+  nm = _batching.not_mapped
+  size = next((core.get_aval(i).shape[d] for i, d in zip(idx, dims) if d is not nm), None)
+  if size is None:
+    cols = [shapes.broadcast_in_dim_p.bind(i, shape=(1,), broadcast_dimensions=(),
+                                           sharding=None) for i in idx]
+    dim = nm
+    axis = 0
+  else:
+    cols = [shapes.broadcast_in_dim_p.bind(i, shape=(size, 1),
+                                           broadcast_dimensions=(0,) if d is not nm else (),
+                                           sharding=None) for i, d in zip(idx, dims)]
+    dim = 0
+    axis = 1
+  if len(cols) == 1:
+    return cols[0], dim
+  return shapes.concatenate_p.bind(*cols, dimension=axis), dim
+
+
+def batch_dynamic_slice_as_gather(operand, od, idx, idims, slice_sizes):
+  """dynamic_slice under vmap, as a batched gather (clamping), as JAX batches it."""
+  index, index_dim = _index_vector(idx, idims)
+  nd = len(slice_sizes)
+  dn = GatherDimensionNumbers(offset_dims=tuple(range(nd)), collapsed_slice_dims=(),
+                              start_index_map=tuple(range(nd)))
+  return _gather_batch([operand, index], [od, index_dim], dimension_numbers=dn,
+                       slice_sizes=tuple(slice_sizes), unique_indices=True,
+                       indices_are_sorted=True, mode=GatherScatterMode.CLIP,
+                       fill_value=None)
+
+
+def batch_dynamic_update_slice_as_scatter(operand, od, update, ud, idx, idims):
+  """dynamic_update_slice under vmap, as a batched scatter (clamping), as JAX batches it."""
+  index, index_dim = _index_vector(idx, idims)
+  nd = len(idx)
+  dn = ScatterDimensionNumbers(update_window_dims=tuple(range(nd)), inserted_window_dims=(),
+                               scatter_dims_to_operand_dims=tuple(range(nd)))
+  return _scatter_batch(scatter_p)([operand, index, update], [od, index_dim, ud],
+                                   update_jaxpr=None, update_consts=(), dimension_numbers=dn,
+                                   indices_are_sorted=True, unique_indices=True,
+                                   mode=GatherScatterMode.CLIP)

@@ -165,3 +165,30 @@ def _top_k_jvp(primals, tangents, *, k, axis):
 
 _ad.primitive_jvps[sort_p] = _sort_jvp
 _ad.primitive_jvps[top_k_p] = _top_k_jvp
+
+
+# --- batching rules -----------------------------------------------------------------------
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+
+def _sort_batch(args, dims, *, dimension, is_stable, num_keys):
+  mapped = [d for d in dims if d is not _bt.not_mapped]
+  size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not _bt.not_mapped)
+  d0 = mapped[0] if all(d == mapped[0] for d in mapped) else 0
+  xs = [_bt.bdim_to(x, d, d0, size) for x, d in zip(args, dims)]
+  new_dim = dimension + 1 if dimension >= d0 else dimension
+  outs = sort_p.bind(*xs, dimension=new_dim, is_stable=is_stable, num_keys=num_keys)
+  return outs, [d0] * len(outs)
+
+
+_bt.primitive_batchers[sort_p] = _sort_batch
+
+
+def _top_k_batch(args, dims, *, k, axis):
+  x, = args
+  d, = dims
+  outs = top_k_p.bind(x, k=k, axis=axis + 1 if axis >= d else axis)
+  return outs, [d, d]
+
+
+_bt.primitive_batchers[top_k_p] = _top_k_batch

@@ -406,3 +406,82 @@ def _select_and_scatter_add_transpose(ct, source, operand, *, select_prim, windo
 
 _ad.primitive_jvps[select_and_scatter_add_p] = _select_and_scatter_add_jvp
 _ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
+
+
+# --- batching rules -----------------------------------------------------------------------
+# The batch dimension becomes a size-1 window dimension (no stride, padding or dilation).
+from pyjax._src.interpreters import batching as _bt  # noqa: E402
+
+
+def _insert(t, d, v):
+  t = list(t)
+  t.insert(d, v)
+  return tuple(t)
+
+
+def _window_params_at(d, window_dimensions, window_strides, padding, base_dilation=None,
+                      window_dilation=None):
+  out = dict(window_dimensions=_insert(window_dimensions, d, 1),
+             window_strides=_insert(window_strides, d, 1),
+             padding=_insert(padding, d, (0, 0)))
+  if base_dilation is not None:
+    out["base_dilation"] = _insert(base_dilation, d, 1)
+    out["window_dilation"] = _insert(window_dilation, d, 1)
+  return out
+
+
+def _window_reduction_batch(prim):
+  def rule(args, dims, *, window_dimensions, window_strides, padding, base_dilation,
+           window_dilation):
+    x, = args
+    d, = dims
+    return prim.bind(x, **_window_params_at(d, window_dimensions, window_strides, padding,
+                                            base_dilation, window_dilation)), d
+  return rule
+
+
+for _p in (reduce_window_sum_p, reduce_window_max_p, reduce_window_min_p):
+  _bt.primitive_batchers[_p] = _window_reduction_batch(_p)
+
+
+def _reduce_window_batch(args, dims, *, jaxpr, consts, window_dimensions, window_strides,
+                         padding, base_dilation, window_dilation):
+  n = len(args) // 2
+  operands, inits = args[:n], args[n:]
+  if any(d is not _bt.not_mapped for d in dims[n:]):
+    raise NotImplementedError("reduce_window batching is not implemented for initial values")
+  size = next(core.get_aval(x).shape[d] for x, d in zip(operands, dims[:n])
+              if d is not _bt.not_mapped)
+  operands = [_bt.bdim_at_front(x, d, size) for x, d in zip(operands, dims[:n])]
+  outs = reduce_window_p.bind(*operands, *inits, jaxpr=jaxpr, consts=consts,
+                              **_window_params_at(0, window_dimensions, window_strides,
+                                                  padding, base_dilation, window_dilation))
+  return outs, [0] * n
+
+
+_bt.primitive_batchers[reduce_window_p] = _reduce_window_batch
+
+
+def _select_and_scatter_add_batch(args, dims, *, select_prim, window_dimensions,
+                                  window_strides, padding):
+  size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not _bt.not_mapped)
+  source, operand = [_bt.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return select_and_scatter_add_p.bind(
+      source, operand, select_prim=select_prim,
+      **_window_params_at(0, window_dimensions, window_strides, padding)), 0
+
+
+_bt.primitive_batchers[select_and_scatter_add_p] = _select_and_scatter_add_batch
+
+
+def _select_and_gather_add_batch(args, dims, *, select_prim, window_dimensions, window_strides,
+                                 padding, base_dilation, window_dilation):
+  size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not _bt.not_mapped)
+  tangents, operand = [_bt.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return select_and_gather_add_p.bind(
+      tangents, operand, select_prim=select_prim,
+      **_window_params_at(0, window_dimensions, window_strides, padding, base_dilation,
+                          window_dilation)), 0
+
+
+_bt.primitive_batchers[select_and_gather_add_p] = _select_and_gather_add_batch

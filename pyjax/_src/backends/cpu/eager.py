@@ -2,7 +2,9 @@
 from pyjax._src.backends.cpu.registry import impls  # noqa: F401
 from pyjax._src.backends.cpu import eager_elementwise  # noqa: F401
 
-for _mod in ("eager_structural", "eager_indexing", "eager_reductions", "eager_linalg", "eager_sort"):
+for _mod in ("eager_structural", "eager_indexing", "eager_reductions", "eager_linalg", "eager_sort", "eager_random",
+             "eager_lax_linalg", "eager_fft", "eager_control_flow",
+             "eager_callbacks"):
   try:
     __import__(f"pyjax._src.backends.cpu.{_mod}")
   except ModuleNotFoundError as e:  # families are added incrementally

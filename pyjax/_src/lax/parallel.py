@@ -1,0 +1,638 @@
+"""Collectives over named axes: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``axis_index``,
+``axis_size``, ``all_gather``, ``psum_scatter``, ``ppermute``/``pshuffle`` and
+``all_to_all``.
+
+A named axis is bound by ``vmap(..., axis_name=...)``: its batching interpreter evaluates
+the collective across the batch (``psum`` of a value batched along the axis is a sum
+over the batch dimension, which leaves the value unbatched, as in JAX).  A collective
+whose axis no enclosing vmap binds raises JAX's NameError.  Under the batching rules the
+primitives may also carry positional (int) axes, which reduce array dimensions (JAX's
+jaxprs show ``psum[axes=(0,) ...]`` for a vmapped psum).
+
+Differs from JAX: there is no ``pmap``/``shard_map``, so named axes come from ``vmap``
+only; ``axis_index_groups`` is not supported (JAX: not supported under vmap either).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src import core, dtypes, tree_util
+from pyjax._src.avals import ShapedArray
+from pyjax._src.interpreters import ad, batching
+from pyjax._src.lax import elementwise as _ew
+from pyjax._src.lax import reductions as _red
+from pyjax._src.lax import shapes as _shapes
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "axis_index", "axis_size", "all_gather",
+           "psum_scatter", "ppermute", "pshuffle", "all_to_all", "psum_p", "pmax_p", "pmin_p",
+           "axis_index_p", "all_gather_p", "ppermute_p", "all_to_all_p"]
+
+_nm = batching.not_mapped
+
+
+def _names_tuple(axis_name):
+  return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _named(axes):
+  return tuple(a for a in axes if not isinstance(a, int))
+
+
+def _positional(axes):
+  return tuple(a for a in axes if isinstance(a, int))
+
+
+def _no_groups(axis_index_groups):
+  if axis_index_groups is not None:
+    raise NotImplementedError("axis_index_groups not supported in vmap collectives. Please "
+                              "open a feature request!")
+
+
+def _unbound(names, public):
+  """JAX's NameError for collectives bound where no vmap binds ``names``."""
+  for n in names:
+    raise NameError(f"Found an unbound axis name: {n}. To fix this, please call {public} "
+                    "under `jax.shard_map`.")
+
+
+def _eager(fn, *args):
+  with core.set_interpreter(core.eval_interpreter):
+    return fn(*args)
+
+
+def _as_array(x):
+  if isinstance(x, core.Tracer) or type(x).__name__ == "ArrayImpl":
+    return x
+  aval = core.get_aval(x)
+  return _ew.convert_element_type_p.bind(np.asarray(x, aval.dtype), new_dtype=aval.dtype,
+                                         weak_type=aval.weak_type, sharding=None)
+
+
+def _times(x, n):
+  """``x * n`` keeping x's dtype and weak type (computed now when x is concrete)."""
+  def f(x):
+    x = _as_array(x)
+    aval = core.get_aval(x)
+    return _ew.mul_p.bind(x, ad.scalar_const(n, aval.dtype, aval.weak_type))
+  if isinstance(x, core.Tracer):
+    return f(x)
+  return _eager(f, x)
+
+
+# --- the reductions: psum, pmax, pmin ------------------------------------------------------
+def _reduction_abstract(public):
+  def abstract(*avals, axes, axis_index_groups):
+    batching.check_axis_names(public, _named(axes))
+    pos = _positional(axes)
+    return [ShapedArray(tuple(d for i, d in enumerate(a.shape) if i not in pos), a.dtype,
+                        a.weak_type) for a in avals]
+  return abstract
+
+
+def _reduction_prim(name, reducer, public):
+  p = core.Primitive(name)
+  p.multiple_results = True
+  p.def_abstract_eval(_reduction_abstract(public))
+
+  def impl(*args, axes, axis_index_groups):
+    named = _named(axes)
+    if named:
+      _unbound(named, public)
+    pos = _positional(axes)
+    return [reducer.bind(_as_array(x), axes=pos, **({"out_sharding": None}
+                                                     if reducer is _red.reduce_sum_p else {}))
+            for x in args]
+  p.def_impl(impl)
+  batching.axis_name_getters[p] = lambda params: params["axes"]
+  return p
+
+
+psum_p = _reduction_prim("psum", _red.reduce_sum_p, "psum")
+pmax_p = _reduction_prim("pmax", _red.reduce_max_p, "pmax")
+pmin_p = _reduction_prim("pmin", _red.reduce_min_p, "pmin")
+
+
+def _reduction_collective_batch(prim, if_unmapped):
+  def rule(axis_data, args, dims, *, axes, axis_index_groups):
+    _no_groups(axis_index_groups)
+    others = tuple(a for a in axes if a != axis_data.name)
+    named, pos = _named(others), _positional(others)
+    outs = []
+    for x, d in zip(args, dims):
+      if d is _nm:
+        y = prim.bind(x, axes=pos, axis_index_groups=None)[0] if pos else x
+        y = if_unmapped(y, axis_data.size)
+      else:
+        y = prim.bind(x, axes=batching.shift_axes(pos, d) + (d,), axis_index_groups=None)[0]
+      if named:
+        y = prim.bind(y, axes=named, axis_index_groups=None)[0]
+      outs.append(y)
+    return outs, [_nm] * len(outs)
+  return rule
+
+
+def _reduction_passthrough_batch(prim):
+  def rule(args, dims, *, axes, axis_index_groups):
+    outs, out_dims = [], []
+    named, pos = _named(axes), _positional(axes)
+    for x, d in zip(args, dims):
+      if d is _nm:
+        outs.append(prim.bind(x, axes=axes, axis_index_groups=axis_index_groups)[0])
+        out_dims.append(_nm)
+        continue
+      new_axes = named + batching.shift_axes(pos, d)
+      outs.append(prim.bind(x, axes=new_axes, axis_index_groups=axis_index_groups)[0])
+      out_dims.append(d - sum(1 for a in pos if a < d))
+    return outs, out_dims
+  return rule
+
+
+for _p, _unmapped in ((psum_p, _times), (pmax_p, lambda x, n: x), (pmin_p, lambda x, n: x)):
+  batching.collective_batchers[_p] = _reduction_collective_batch(_p, _unmapped)
+  batching.primitive_batchers[_p] = _reduction_passthrough_batch(_p)
+
+
+def _psum_transpose(cts, *args, axes, axis_index_groups):
+  pos = _positional(axes)
+  named = _named(axes)
+  outs = []
+  for ct, x in zip(cts, args):
+    aval = x.aval if ad.is_undefined_primal(x) else core.get_aval(x)
+    ct = ad.instantiate_zeros(ct) if type(ct) is ad.Zero else ct
+    if named:
+      ct = psum_p.bind(ct, axes=named, axis_index_groups=axis_index_groups)[0]
+    if pos:
+      kept = tuple(i for i in range(len(aval.shape)) if i not in pos)
+      ct = _shapes.broadcast_in_dim_p.bind(ct, shape=tuple(aval.shape),
+                                           broadcast_dimensions=kept, sharding=None)
+    outs.append(ct)
+  return outs
+
+
+ad.deflinear2(psum_p, _psum_transpose)
+
+
+def _bool_to_int(x):
+  if core.get_aval(x).dtype == dtypes.bool_:
+    return _ew.convert_element_type_p.bind(_as_array(x), new_dtype=np.dtype(np.int32),
+                                           weak_type=False, sharding=None)
+  return x
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+  """Sum of ``x`` (a pytree) over the named axis (or tuple of axes) across the vmapped
+  batch; every member gets the total.  Booleans are summed as int32.  A concrete value
+  (not depending on the mapped arguments) is multiplied by the axis size, as in JAX."""
+  names = _names_tuple(axis_name)
+  leaves, tree = tree_util.tree_flatten(x)
+  leaves = [_bool_to_int(v) for v in leaves]
+  if all(not isinstance(v, core.Tracer) for v in leaves) and not _positional(names):
+    size = axis_size(names)
+    return tree_util.tree_unflatten(
+        tree, [v * size if type(v) in (int, float, complex) else _times(v, size)
+               for v in leaves])
+  outs = psum_p.bind(*leaves, axes=names, axis_index_groups=axis_index_groups)
+  return tree_util.tree_unflatten(tree, outs)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+  """Mean of ``x`` (a pytree) over the named axis: ``psum(x) / axis size`` (integer
+  inputs give floating results, like JAX)."""
+  from pyjax._src.numpy import ufuncs
+  total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+  n = psum(1, axis_name, axis_index_groups=axis_index_groups)
+  return tree_util.tree_map(lambda v: ufuncs.true_divide(v, n), total)
+
+
+def _order_reduction(prim, x, axis_name, axis_index_groups):
+  names = _names_tuple(axis_name)
+  leaves, tree = tree_util.tree_flatten(x)
+  outs = prim.bind(*leaves, axes=names, axis_index_groups=axis_index_groups)
+  return tree_util.tree_unflatten(tree, outs)
+
+
+def pmax(x, axis_name, *, axis_index_groups=None):
+  """Maximum of ``x`` (a pytree) over the named axis.  Not differentiable (as in JAX)."""
+  return _order_reduction(pmax_p, x, axis_name, axis_index_groups)
+
+
+def pmin(x, axis_name, *, axis_index_groups=None):
+  """Minimum of ``x`` (a pytree) over the named axis.  Not differentiable (as in JAX)."""
+  return _order_reduction(pmin_p, x, axis_name, axis_index_groups)
+
+
+# --- axis_index / axis_size ----------------------------------------------------------------
+axis_index_p = core.Primitive("axis_index")
+
+
+@axis_index_p.def_abstract_eval
+def _axis_index_abstract(*, axis_name):
+  batching.check_axis_names("axis_index", (axis_name,))
+  return ShapedArray((), np.dtype(np.int32), False)
+
+
+@axis_index_p.def_impl
+def _axis_index_impl(*, axis_name):
+  _unbound((axis_name,), "axis_index")
+
+
+def _axis_index_collective(axis_data, args, dims, *, axis_name):
+  out = _shapes.iota_p.bind(dtype=np.dtype(np.int32), shape=(axis_data.size,), dimension=0,
+                            sharding=None)
+  return out, 0
+
+
+batching.axis_name_getters[axis_index_p] = lambda params: (params["axis_name"],)
+batching.collective_batchers[axis_index_p] = _axis_index_collective
+ad.defjvp_zero(axis_index_p)
+
+
+def axis_size(axis_name):
+  """The size of the named axis (a Python int; the product for a tuple of names), or
+  JAX's NameError when no enclosing vmap binds it."""
+  size = 1
+  for n in _names_tuple(axis_name):
+    size *= batching.axis_size(n)
+  return size
+
+
+def axis_index(axis_name):
+  """The index of the current member along the named axis (int32); for a tuple of names,
+  the row-major index over all of them."""
+  names = _names_tuple(axis_name)
+  out = None
+  for n in names:
+    i = axis_index_p.bind(axis_name=n)
+    if out is None:
+      out = i
+    else:
+      out = _ew.add_p.bind(_ew.mul_p.bind(out, np.int32(batching.axis_size(n))), i)
+  return out
+
+
+# --- all_gather ----------------------------------------------------------------------------
+all_gather_p = core.Primitive("all_gather")
+
+
+@all_gather_p.def_abstract_eval
+def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_groups, axis_size,
+                         tiled):
+  batching.check_axis_names("all_gather", _named(axis_name))
+  shape = list(x.shape)
+  if tiled:
+    shape[all_gather_dimension] *= axis_size
+  else:
+    shape.insert(all_gather_dimension, axis_size)
+  return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@all_gather_p.def_impl
+def _all_gather_impl(x, **params):
+  _unbound(_named(params["axis_name"]), "all_gather")
+
+
+def _gathered(x, d, size, g, tiled):
+  """``x`` (batched at ``d`` or unbatched) as the gathered value with the members along
+  dimension ``g`` (merged into it when ``tiled``)."""
+  x = batching.bdim_to(x, d, g, size)
+  if not tiled:
+    return x
+  shape = list(core.get_aval(x).shape)
+  shape[g:g + 2] = [shape[g] * shape[g + 1]]
+  return _shapes.reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
+
+
+def _all_gather_collective(axis_data, args, dims, *, all_gather_dimension, axis_name,
+                           axis_index_groups, axis_size, tiled):
+  _no_groups(axis_index_groups)
+  if tuple(axis_name) != (axis_data.name,):
+    raise NotImplementedError("all_gather over several named axes at once is not supported; "
+                              "gather one axis at a time")
+  x, = args
+  d, = dims
+  return _gathered(x, d, axis_data.size, all_gather_dimension, tiled), _nm
+
+
+def _all_gather_passthrough(args, dims, *, all_gather_dimension, **params):
+  x, = args
+  d, = dims
+  g = all_gather_dimension
+  if params["tiled"]:
+    g2, out_d = (g, d) if g < d else (g + 1, d)
+  else:
+    g2, out_d = (g, d + 1) if g <= d else (g + 1, d)
+  return all_gather_p.bind(x, all_gather_dimension=g2, **params), out_d
+
+
+batching.axis_name_getters[all_gather_p] = lambda params: params["axis_name"]
+batching.collective_batchers[all_gather_p] = _all_gather_collective
+batching.primitive_batchers[all_gather_p] = _all_gather_passthrough
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+  """Gather ``x`` (a pytree) from every member of the named axis: a new dimension at
+  ``axis`` (or, with ``tiled``, concatenated along ``axis``)."""
+  names = _names_tuple(axis_name)
+  size = globals()["axis_size"](names)
+
+  def one(leaf):
+    leaf = _as_array(leaf)
+    nd = len(core.get_aval(leaf).shape)
+    ax = axis
+    limit = nd if tiled else nd + 1
+    if not -limit <= ax < limit:
+      raise ValueError(f"axis {ax} is out of bounds for array of dimension {limit}")
+    if ax < 0:
+      ax += limit
+    return all_gather_p.bind(leaf, all_gather_dimension=ax, axis_name=names,
+                             axis_index_groups=axis_index_groups, axis_size=size,
+                             tiled=bool(tiled))
+  return tree_util.tree_map(one, x)
+
+
+def _all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
+                          axis_size, tiled):
+  return [reduce_scatter_p.bind(ad.instantiate_zeros(ct), scatter_dimension=all_gather_dimension,
+                                axis_name=axis_name, axis_index_groups=axis_index_groups,
+                                axis_size=axis_size, tiled=tiled)]
+
+
+ad.deflinear2(all_gather_p, _all_gather_transpose)
+
+
+# --- psum_scatter (reduce_scatter) ---------------------------------------------------------
+reduce_scatter_p = core.Primitive("reduce_scatter")
+
+
+@reduce_scatter_p.def_abstract_eval
+def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_groups, axis_size,
+                             tiled):
+  batching.check_axis_names("psum_scatter", _named(axis_name))
+  shape = list(x.shape)
+  n = shape[scatter_dimension]
+  if tiled:
+    if n % axis_size:
+      raise ValueError(f"psum_scatter: the scatter dimension of size {n} must be divisible "
+                       f"by the axis size {axis_size} when tiled")
+    shape[scatter_dimension] = n // axis_size
+  else:
+    if n != axis_size:
+      raise ValueError(f"psum_scatter: the scatter dimension of size {n} must equal the axis "
+                       f"size {axis_size} (or use tiled=True)")
+    del shape[scatter_dimension]
+  return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@reduce_scatter_p.def_impl
+def _reduce_scatter_impl(x, **params):
+  _unbound(_named(params["axis_name"]), "psum_scatter")
+
+
+def _reduce_scatter_collective(axis_data, args, dims, *, scatter_dimension, axis_name,
+                               axis_index_groups, axis_size, tiled):
+  _no_groups(axis_index_groups)
+  if tuple(axis_name) != (axis_data.name,):
+    raise NotImplementedError("psum_scatter over several named axes at once is not "
+                              "supported; scatter one axis at a time")
+  x, = args
+  d, = dims
+  size = axis_data.size
+  if d is _nm:
+    total = _times(x, size)
+  else:
+    total = _red.reduce_sum_p.bind(x, axes=(d,), out_sharding=None)
+  s = scatter_dimension
+  if tiled:
+    shape = list(core.get_aval(total).shape)
+    shape[s:s + 1] = [size, shape[s] // size]
+    total = _shapes.reshape_p.bind(total, new_sizes=tuple(shape), dimensions=None,
+                                   sharding=None)
+  return total, s
+
+
+def _reduce_scatter_passthrough(args, dims, *, scatter_dimension, **params):
+  x, = args
+  d, = dims
+  s = scatter_dimension
+  if params["tiled"]:
+    s2, out_d = (s, d) if s < d else (s + 1, d)
+  else:
+    s2, out_d = (s, d - 1) if s < d else (s + 1, d)
+  return reduce_scatter_p.bind(x, scatter_dimension=s2, **params), out_d
+
+
+batching.axis_name_getters[reduce_scatter_p] = lambda params: params["axis_name"]
+batching.collective_batchers[reduce_scatter_p] = _reduce_scatter_collective
+batching.primitive_batchers[reduce_scatter_p] = _reduce_scatter_passthrough
+
+
+def _reduce_scatter_transpose(ct, x, *, scatter_dimension, axis_name, axis_index_groups,
+                              axis_size, tiled):
+  return [all_gather_p.bind(ad.instantiate_zeros(ct), all_gather_dimension=scatter_dimension,
+                            axis_name=axis_name, axis_index_groups=axis_index_groups,
+                            axis_size=axis_size, tiled=tiled)]
+
+
+ad.deflinear2(reduce_scatter_p, _reduce_scatter_transpose)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+  """Sum ``x`` (a pytree) over the named axis and give member ``i`` the ``i``-th slice of
+  the total along ``scatter_dimension`` (whose size must equal the axis size; with
+  ``tiled``, a multiple of it, each member getting one block)."""
+  names = _names_tuple(axis_name)
+  size = axis_size(names)
+
+  def one(leaf):
+    leaf = _as_array(leaf)
+    nd = len(core.get_aval(leaf).shape)
+    s = scatter_dimension + nd if scatter_dimension < 0 else scatter_dimension
+    return reduce_scatter_p.bind(leaf, scatter_dimension=s, axis_name=names,
+                                 axis_index_groups=axis_index_groups, axis_size=size,
+                                 tiled=bool(tiled))
+  return tree_util.tree_map(one, x)
+
+
+# --- ppermute --------------------------------------------------------------------------------
+ppermute_p = core.Primitive("ppermute")
+
+
+@ppermute_p.def_abstract_eval
+def _ppermute_abstract(x, *, axis_name, perm):
+  batching.check_axis_names("ppermute", _named(axis_name))
+  return x
+
+
+@ppermute_p.def_impl
+def _ppermute_impl(x, **params):
+  _unbound(_named(params["axis_name"]), "ppermute")
+
+
+def _ppermute_collective(axis_data, args, dims, *, axis_name, perm):
+  if tuple(axis_name) != (axis_data.name,):
+    raise NotImplementedError("ppermute over several named axes at once is not supported")
+  x, = args
+  d, = dims
+  size = axis_data.size
+  for s, t in perm:
+    if not (0 <= s < size and 0 <= t < size):
+      raise ValueError(f"ppermute: permutation {perm} has indices out of range for an axis "
+                       f"of size {size}")
+  src = {t: s for s, t in perm}
+  full = len(src) == size
+  if d is _nm and full:
+    return x, _nm
+  x = batching.bdim_at_front(x, d, size)
+  from pyjax._src.lax import slicing
+  aval = core.get_aval(x)
+  nd = len(aval.shape)
+  idx = np.array([[src.get(t, 0)] for t in range(size)], np.int32)
+  dn = slicing.GatherDimensionNumbers(offset_dims=tuple(range(1, nd)), collapsed_slice_dims=(0,),
+                                      start_index_map=(0,))
+  out = slicing.gather_p.bind(x, idx, dimension_numbers=dn, slice_sizes=(1,) + aval.shape[1:],
+                              unique_indices=full, indices_are_sorted=False,
+                              mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+  if not full:
+    mask = np.array([t in src for t in range(size)])
+    mask = _shapes.broadcast_in_dim_p.bind(mask, shape=aval.shape, broadcast_dimensions=(0,),
+                                           sharding=None)
+    zeros = ad.zeros_like_aval(ShapedArray(aval.shape, aval.dtype, aval.weak_type))
+    out = _ew.select_n_p.bind(mask, zeros, out)
+  return out, 0
+
+
+def _ppermute_passthrough(args, dims, **params):
+  x, = args
+  d, = dims
+  return ppermute_p.bind(x, **params), d
+
+
+batching.axis_name_getters[ppermute_p] = lambda params: params["axis_name"]
+batching.collective_batchers[ppermute_p] = _ppermute_collective
+batching.primitive_batchers[ppermute_p] = _ppermute_passthrough
+ad.deflinear(ppermute_p, lambda ct, *, axis_name, perm: [
+    ppermute_p.bind(ad.instantiate_zeros(ct), axis_name=axis_name,
+                    perm=tuple((t, s) for s, t in perm))])
+
+
+def ppermute(x, axis_name, perm):
+  """Send member ``s``'s value of ``x`` (a pytree) to member ``t`` for each ``(s, t)`` in
+  ``perm``; members nobody sends to get zeros.  Differs from JAX: under vmap a partial
+  permutation is allowed (JAX asserts a full one)."""
+  names = _names_tuple(axis_name)
+  perm = tuple((int(s), int(t)) for s, t in perm)
+  srcs, dsts = [s for s, _ in perm], [t for _, t in perm]
+  if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+    raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+  return tree_util.tree_map(
+      lambda leaf: ppermute_p.bind(_as_array(leaf), axis_name=names, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+  """Member ``i`` gets the value of member ``perm[i]`` (``perm`` a full permutation)."""
+  perm = list(perm)
+  if set(perm) != set(range(len(perm))):
+    raise ValueError(f"`perm` does not represent a permutation: {perm}")
+  return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+# --- all_to_all ------------------------------------------------------------------------------
+# The primitive has JAX's "tiled" semantics: member j gets, concatenated along
+# ``concat_axis`` in member order, the j-th of the axis-size chunks of every member's value
+# along ``split_axis``.  The public function adds/removes the size-1 axes of the untiled form.
+all_to_all_p = core.Primitive("all_to_all")
+
+
+@all_to_all_p.def_abstract_eval
+def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_groups, tiled):
+  batching.check_axis_names("all_to_all", _named(axis_name))
+  n = 1
+  for name in _named(axis_name):
+    n *= batching.bound_axis_sizes()[name]
+  shape = list(x.shape)
+  if shape[split_axis] % n:
+    raise ValueError(f"all_to_all: the split axis of size {shape[split_axis]} must be "
+                     f"divisible by the axis size {n}")
+  shape[split_axis] //= n
+  shape[concat_axis] *= n
+  return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@all_to_all_p.def_impl
+def _all_to_all_impl(x, **params):
+  _unbound(_named(params["axis_name"]), "all_to_all")
+
+
+def _all_to_all_collective(axis_data, args, dims, *, split_axis, concat_axis, axis_name,
+                           axis_index_groups, tiled):
+  _no_groups(axis_index_groups)
+  if tuple(axis_name) != (axis_data.name,):
+    raise NotImplementedError("all_to_all over several named axes at once is not supported")
+  x, = args
+  d, = dims
+  n = axis_data.size
+  x = batching.bdim_at_front(x, d, n)                  # (i, *S)
+  shape = list(core.get_aval(x).shape)
+  s = split_axis + 1
+  k = shape[s] // n
+  shape[s:s + 1] = [n, k]                              # (i, ..., j, k, ...)
+  x = _shapes.reshape_p.bind(x, new_sizes=tuple(shape), dimensions=None, sharding=None)
+  nd = len(shape)
+  rest = [a for a in range(1, nd) if a != s]           # per-member axes (split now of size k)
+  perm = [s] + rest
+  perm.insert(1 + concat_axis, 0)                      # member i just before the concat axis
+  x = _shapes.transpose_p.bind(x, permutation=tuple(perm))
+  out_shape = list(core.get_aval(x).shape)
+  c = 1 + concat_axis
+  out_shape[c:c + 2] = [out_shape[c] * out_shape[c + 1]]
+  out = _shapes.reshape_p.bind(x, new_sizes=tuple(out_shape), dimensions=None, sharding=None)
+  return out, 0
+
+
+def _all_to_all_passthrough(args, dims, *, split_axis, concat_axis, **params):
+  x, = args
+  d, = dims
+  return all_to_all_p.bind(x, split_axis=split_axis + int(split_axis >= d),
+                           concat_axis=concat_axis + int(concat_axis >= d), **params), d
+
+
+batching.axis_name_getters[all_to_all_p] = lambda params: params["axis_name"]
+batching.collective_batchers[all_to_all_p] = _all_to_all_collective
+batching.primitive_batchers[all_to_all_p] = _all_to_all_passthrough
+ad.deflinear(all_to_all_p, lambda ct, *, split_axis, concat_axis, **params: [
+    all_to_all_p.bind(ad.instantiate_zeros(ct), split_axis=concat_axis,
+                      concat_axis=split_axis, **params)])
+
+
+def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None, tiled=False):
+  """Member ``j`` gets the ``j``-th chunk (along ``split_axis``) of every member's ``x`` (a
+  pytree), stacked (or with ``tiled``, concatenated) along ``concat_axis`` in member
+  order.  Untiled, ``x.shape[split_axis]`` must equal the axis size."""
+  names = _names_tuple(axis_name)
+  n = axis_size(names)
+
+  def one(leaf):
+    leaf = _as_array(leaf)
+    shape = core.get_aval(leaf).shape
+    sa, ca = split_axis, concat_axis
+    if tiled:
+      if shape[sa] % n:
+        raise ValueError(f"The size of all_to_all split_axis ({shape[sa]}) has to be "
+                         f"divisible by the size of the named axis {axis_name} ({n})")
+      return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=names,
+                               axis_index_groups=axis_index_groups, tiled=True)
+    if shape[sa] != n:
+      raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
+                       f"x.shape[split_axis], but they are {n} and {shape[sa]} respectively.")
+    if sa == ca:   # chunks of size 1 come back along the same axis
+      return all_to_all_p.bind(leaf, split_axis=sa, concat_axis=ca, axis_name=names,
+                               axis_index_groups=axis_index_groups, tiled=False)
+    if sa < ca:
+      ca += 1
+    else:
+      sa += 1
+    x = _shapes.expand_dims(leaf, (ca,))
+    out = all_to_all_p.bind(x, split_axis=sa, concat_axis=ca, axis_name=names,
+                            axis_index_groups=axis_index_groups, tiled=False)
+    return _shapes.squeeze(out, (sa,))
+  return tree_util.tree_map(one, x)

@@ -1,0 +1,2 @@
+"""pyjax.experimental (as jax.experimental).  Export file: add your import lines."""
+from pyjax._src.callback import io_callback  # noqa: F401
