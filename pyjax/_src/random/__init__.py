@@ -1,0 +1,1 @@
+"""jax.random: PRNG implementations (prng), typed key arrays (keys) and samplers."""
