@@ -1,7 +1,7 @@
 """pyjax.dtypes (as jax.dtypes): dtype utilities and extended dtypes."""
 from pyjax._src.dtypes import (  # noqa: F401
     canonicalize_dtype, issubdtype, result_type, float0, bfloat16, TypePromotionError,
-    finfo, iinfo, promote_types)
+    finfo, iinfo, promote_types, extended, prng_key)
 
 
 def is_weakly_typed(x):

@@ -96,3 +96,14 @@ def test_jaxpr_short_dtype_names():
   names = {d: dtypes.short_dtype_name(np.dtype(d)) for d in ["float32", "int32", "uint8", "bool", "complex64"]}
   assert names == {"float32": "f32", "int32": "i32", "uint8": "u8", "bool": "bool", "complex64": "c64"}
   assert dtypes.short_dtype_name(dtypes.bfloat16) == "bf16"
+
+
+def test_issubdtype_extended_key_dtypes():
+  import pyjax
+  import pyjax.numpy as jnp
+  k = pyjax.random.key(0)
+  assert jnp.issubdtype(k.dtype, pyjax.dtypes.prng_key)
+  assert jnp.issubdtype(k.dtype, pyjax.dtypes.extended)
+  assert not jnp.issubdtype(k.dtype, jnp.floating)
+  assert not jnp.issubdtype(jnp.float32, pyjax.dtypes.extended)
+  assert jnp.issubdtype(k.dtype, k.dtype)

@@ -179,8 +179,21 @@ def is_weakly_typed(x):
   return bool(getattr(x, "weak_type", False))
 
 
+class extended(np.generic):
+  """Scalar class of extended dtypes (``jax.dtypes.extended``), e.g. PRNG key dtypes."""
+
+
+class prng_key(extended):
+  """Scalar class of PRNG key dtypes (``jax.dtypes.prng_key``)."""
+
+
 def issubdtype(a, b):
-  """np.issubdtype that knows bfloat16/float8 are floating and int4 is an integer."""
+  """np.issubdtype that knows bfloat16/float8 are floating, int4 is an integer, and
+  extended dtypes (key<fry>) are subtypes of ``extended``/``prng_key`` only."""
+  if getattr(a, "_pyjax_extended", False) or getattr(b, "_pyjax_extended", False):
+    if isinstance(b, type):
+      return getattr(a, "_pyjax_extended", False) and issubclass(a.type, b)
+    return a == b
   a = _as_generic_or_dtype(a)
   b = _as_generic_or_dtype(b)
   if isinstance(a, np.dtype) and a in _custom_float_dtypes or (a in (int4, uint4) if isinstance(a, np.dtype) else False) \

@@ -41,12 +41,7 @@ __all__ = ["PRNGKeyArray", "KeyTy", "PRNGSpec", "extended", "prng_key", "key", "
 
 
 # --- the extended dtype ------------------------------------------------------------------
-class extended(np.generic):
-  """Scalar class of extended dtypes (``jax.dtypes.extended``)."""
-
-
-class prng_key(extended):
-  """Scalar class of PRNG key dtypes (``jax.dtypes.prng_key``)."""
+from pyjax._src.dtypes import extended, prng_key  # noqa: E402  (scalar classes)
 
 
 class KeyTy:
