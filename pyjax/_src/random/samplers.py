@@ -529,13 +529,6 @@ def _rademacher(key, shape, dtype):
 
 
 # --- Gumbel and categorical --------------------------------------------------------------
-def _high_dynamic_range_gumbel():
-  try:
-    return bool(config.jax_use_high_dynamic_range_gumbel)
-  except AttributeError:
-    return False
-
-
 def gumbel(key, shape=(), dtype=None, mode=None):
   """Standard Gumbel samples ``-log(-log(u))``; ``mode`` 'high'/'highest' use more bits
   near 0 (default: 'low')."""
@@ -544,7 +537,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
   _check_float_dtype("gumbel", dtype)
   shape = _shape(shape)
   if mode is None:
-    mode = "high" if _high_dynamic_range_gumbel() else "low"
+    mode = "low"
   if mode not in ("highest", "high", "low"):
     raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
   return _gumbel(key, shape, dtype, mode)

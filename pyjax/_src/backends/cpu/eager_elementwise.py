@@ -26,21 +26,28 @@ _bf16 = np.dtype(ml_dtypes.bfloat16)
 _half = {_bf16, np.dtype(np.float16)}
 _f32 = np.dtype(np.float32)
 _f64 = np.dtype(np.float64)
+# floating types narrower than float32: computed in float32 and rounded once, as XLA:CPU
+# does (a set, so the check on every eager call is one hash look-up)
+_SMALL_FLOATS = frozenset(
+    [_bf16, np.dtype(np.float16)]
+    + [np.dtype(getattr(ml_dtypes, n)) for n in dir(ml_dtypes)
+       if n.startswith(("float8_", "float6_", "float4_"))])
+_FLOATS = _SMALL_FLOATS | {_f32, _f64}
 
 
 def _is_small_float(d):
-  return d in _half or (d.kind == "V") or d.name.startswith("float8") or d.name.startswith("float4")
+  return d in _SMALL_FLOATS
 
 
 def _up(x):
   """Compute half/float8 types in float32 (as XLA does); others unchanged."""
-  if _is_small_float(x.dtype):
+  if x.dtype in _SMALL_FLOATS:
     return x.astype(np.float32)
   return x
 
 
 def _is_float(d):
-  return d.kind == "f" or _is_small_float(d)
+  return d in _FLOATS
 
 
 def _complex_from(re, im, dtype):
@@ -78,7 +85,16 @@ impls["ceil"] = np.ceil
 impls["is_finite"] = np.isfinite
 impls["real"] = np.real
 impls["imag"] = np.imag
-impls["square"] = np.square
+
+
+@register("square")
+def _square(x):
+  if x.dtype.kind == "c":
+    # XLA: (a - b)(a + b) + 2ab i, which overflows later than a*a - b*b
+    a, b = x.real, x.imag
+    ab = a * b
+    return _complex_from((a - b) * (a + b), ab + ab, x.dtype)
+  return np.square(x)
 impls["conj"] = lambda x, input_dtype=None: np.conjugate(x)
 impls["cbrt"] = lambda x: np.cbrt(_up(x))
 
@@ -129,11 +145,42 @@ _unary("cosh", np.cosh, complex_fn=_nan_both(np.cosh, _imag_zero))
 _unary("tanh", np.tanh, complex_fn=_nan_both(np.tanh, _imag_zero))
 _unary("atan", np.arctan)
 _unary("atanh", np.arctanh)
-_unary("sqrt", np.sqrt, complex_fn=_nan_both(lambda x: np.sqrt(_canon_zero(x))))
-_unary("asin", np.arcsin, complex_fn=lambda x: np.arcsin(_canon_zero(x)))
-_unary("acos", np.arccos, complex_fn=lambda x: np.arccos(_canon_zero(x)))
-_unary("asinh", np.arcsinh, complex_fn=lambda x: np.arcsinh(_canon_zero(x)))
-_unary("acosh", np.arccosh, complex_fn=lambda x: np.arccosh(_canon_zero(x)))
+
+
+def _nan_in_nan_out(fn):
+  """A complex function whose result is (NaN, NaN) whenever an input part is NaN (XLA's
+  complex sqrt: sqrt(NaN + inf j) is NaN + NaN j, not C99's inf + inf j)."""
+  def f(z):
+    out = fn(z)
+    nan = np.isnan(z.real) | np.isnan(z.imag)
+    if nan.any():
+      out = np.where(nan, np.array(complex(np.nan, np.nan), out.dtype), out)
+    return out
+  return f
+
+
+def _nan_spreads_to_finite(fn):
+  """A complex function whose result is (NaN, NaN) where NumPy's has one NaN part and one
+  finite part (XLA's inverse trigonometric formulas: asin(0 + NaN j) is NaN + NaN j); a NaN
+  beside an infinite part is kept, as XLA does."""
+  def f(z):
+    out = fn(z)
+    re, im = out.real, out.imag
+    nr, ni = np.isnan(re), np.isnan(im)
+    bad = (nr & np.isfinite(im)) | (ni & np.isfinite(re))
+    if bad.any():
+      out = np.where(bad, np.array(complex(np.nan, np.nan), out.dtype), out)
+    return out
+  return f
+
+
+_unary("sqrt", np.sqrt, complex_fn=_nan_in_nan_out(lambda x: np.sqrt(_canon_zero(x))))
+_unary("asin", np.arcsin, complex_fn=_nan_spreads_to_finite(lambda x: np.arcsin(_canon_zero(x))))
+_unary("acos", np.arccos, complex_fn=_nan_spreads_to_finite(lambda x: np.arccos(_canon_zero(x))))
+_unary("asinh", np.arcsinh,
+       complex_fn=_nan_spreads_to_finite(lambda x: np.arcsinh(_canon_zero(x))))
+_unary("acosh", np.arccosh,
+       complex_fn=_nan_spreads_to_finite(lambda x: np.arccosh(_canon_zero(x))))
 _unary("erf", sp.erf)
 _unary("erfc", sp.erfc)
 _unary("bessel_i0e", sp.i0e)
@@ -168,7 +215,19 @@ def _logistic(x):
 @register("rsqrt")
 def _rsqrt(x):
   if x.dtype.kind == "c":
-    return _cdiv(np.ones((), x.dtype), np.sqrt(x))
+    # XLA's polar form: |z|^(-1/2) * (cos t + i sin t), t = -arg(z)/2, so rsqrt(-1) has
+    # the real part cos(pi/2) rounded (-4.4e-8 in complex64), not 0
+    a, b = x.real, x.imag
+    r = 1 / np.sqrt(np.hypot(a, b))
+    t = np.arctan2(b, a) * np.array(-0.5, a.dtype)
+    out = _complex_from(r * np.cos(t), r * np.sin(t), x.dtype)
+    zero = (a == 0) & (b == 0)
+    inf = np.isinf(a) | np.isinf(b)
+    if zero.any() or inf.any():
+      out = np.where(zero, np.array(complex(np.inf, np.nan), x.dtype), out)
+      out = np.where(inf, _complex_from(np.zeros_like(a), np.copysign(np.zeros_like(b), -b),
+                                        x.dtype), out)
+    return out
   x = _up(x)
   return 1 / np.sqrt(x)
 
@@ -402,17 +461,26 @@ def _pow(x, y):
 
 
 def _cpow(x, y):
+  """XLA's complex power: |x|^c e^(-d arg x) (cos q + i sin q) with q = c arg x +
+  (d/2) log|x|^2 for y = c + d i; y == 0 or x == 1 give 1; x == 0 gives 0 for real y > 0,
+  else NaN."""
+  dt = x.dtype
+  x, y = np.broadcast_arrays(x, y)
   if y.dtype.kind in "iu":
-    return np.power(x, y.astype(x.dtype))
-  out = np.power(x, y)
-  x0 = x == 0
+    y = y.astype(dt)
+  a, b, c, d = x.real, x.imag, y.real, y.imag
+  half = np.array(0.5, a.dtype)
+  aa_bb = a * a + b * b
+  arg = np.arctan2(b, a)
+  coeff = np.power(aa_bb, c * half) * np.exp(-d * arg)
+  q = np.where(d == 0, c * arg, c * arg + half * d * np.log(aa_bb))
+  out = _complex_from(coeff * np.cos(q), coeff * np.sin(q), dt)
+  nan = np.array(complex(np.nan, np.nan), dt)
+  one, zero = np.ones((), dt), np.zeros((), dt)
+  x0 = (a == 0) & (b == 0)
   if x0.any():
-    # XLA: 0 ** 0 == 1, 0 ** y == 0 for real y > 0, otherwise NaN (NumPy gives 0 for Re y > 0)
-    nan = np.array(complex(np.nan, np.nan), out.dtype)
-    zero_res = np.where(y == 0, np.ones((), out.dtype),
-                        np.where((y.imag == 0) & (y.real > 0), np.zeros((), out.dtype), nan))
-    out = np.where(x0, zero_res, out)
-  return out
+    out = np.where(x0, np.where((c > 0) & (d == 0), zero, nan), out)
+  return np.where(((c == 0) & (d == 0)) | ((a == 1) & (b == 0)), one, out)
 
 
 @register("integer_pow")
@@ -491,20 +559,26 @@ def _nan_where(cond, out):
 def _igamma(a, x):
   a, x = _up(a), _up(x)
   out = sp.gammainc(a, x)
-  out = np.where((a == 0) & (x > 0), np.ones((), out.dtype), out)
-  out = np.where((x == np.inf) & (a >= 0), np.ones((), out.dtype), out)
-  out = np.where((a == np.inf) & (x < np.inf) & (x >= 0), np.zeros((), out.dtype), out)
-  return _nan_where((a < 0) | (x < 0) | ((a == 0) & (x == 0)), out)
+  one, zero = np.ones((), out.dtype), np.zeros((), out.dtype)
+  out = np.where((x == np.inf) & (a >= 0), one, out)
+  # XLA's edge cases (its series, used for x < 1 or x <= a, gives NaN for a == 0 and 0 for
+  # a == inf; its continued fraction gives 1 for a == 0 and NaN for a == inf)
+  out = np.where((a == 0) & (x >= 1), one, out)
+  out = np.where((a == np.inf) & (x < 1), zero, out)
+  return _nan_where((a < 0) | (x < 0) | ((a == 0) & (x < 1))
+                    | ((a == np.inf) & (x >= 1) & (x < np.inf)), out)
 
 
 @register("igammac")
 def _igammac(a, x):
   a, x = _up(a), _up(x)
   out = sp.gammaincc(a, x)
-  out = np.where((a == 0) & (x > 0), np.zeros((), out.dtype), out)
-  out = np.where((x == np.inf) & (a >= 0), np.zeros((), out.dtype), out)
-  out = np.where((a == np.inf) & (x < np.inf) & (x >= 0), np.ones((), out.dtype), out)
-  return _nan_where((a < 0) | (x < 0) | ((a == 0) & (x == 0)), out)
+  one, zero = np.ones((), out.dtype), np.zeros((), out.dtype)
+  out = np.where((a == 0) & (x > 0), zero, out)
+  out = np.where((x == np.inf) & (a >= 0), zero, out)
+  out = np.where((a == np.inf) & (x < 1), one, out)  # XLA's edge cases, as in igamma
+  return _nan_where((a < 0) | (x < 0) | ((a == 0) & (x == 0))
+                    | ((a == np.inf) & (x >= 1) & (x < np.inf)), out)
 
 
 def _dP_da(a, x):
@@ -588,7 +662,10 @@ def _convert(x, new_dtype, weak_type=False, sharding=None):
     src = x.dtype
   if new_dtype == np.bool_:
     return x != 0
-  if new_dtype.kind in "iu" and _is_float(src):
+  if new_dtype.kind in "iu" and src in _FLOATS:
+    bounds = _TRUNC_BOUNDS.get((src, new_dtype))
+    if bounds is not None and ((x >= bounds[0]) & (x < bounds[1])).all():
+      return x.astype(new_dtype)  # every value in range (and no NaN): a plain truncation
     # saturate to the integer range; NaN -> 0
     xf = x.astype(np.float64)
     info = np.iinfo(new_dtype)
@@ -601,6 +678,24 @@ def _convert(x, new_dtype, weak_type=False, sharding=None):
   return x.astype(new_dtype)
 
 
+def _trunc_bounds():
+  """(lo, hi) per (float32/float64 source, integer target): lo <= x < hi (both exact in the
+  source type) guarantees that trunc(x) fits the target, so a plain cast is exact."""
+  out = {}
+  for src in (_f32, _f64):
+    for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+      t = np.dtype(t)
+      bits = t.itemsize * 8
+      if t.kind == "i":
+        lo, hi = -2.0 ** (bits - 1), 2.0 ** (bits - 1)
+      else:
+        lo, hi = np.nextafter(-1.0, 0.0, dtype=src), 2.0 ** bits
+      out[(src, t)] = (np.array(lo, src), np.array(hi, src))
+  return out
+
+
+_TRUNC_BOUNDS = _trunc_bounds()
+
 _sub_byte = {np.dtype(getattr(ml_dtypes, n)): (b, s) for n, b, s in
              (("int4", 4, True), ("uint4", 4, False), ("int2", 2, True), ("uint2", 2, False))
              if hasattr(ml_dtypes, n)}
@@ -610,13 +705,19 @@ def _bits(d):
   return _sub_byte[d][0] if d in _sub_byte else d.itemsize * 8
 
 
+def _contiguous(x):
+  """x as a C-contiguous array of the same shape (np.ascontiguousarray turns 0-d into 1-d)."""
+  x = np.asarray(x)
+  return x if x.flags.c_contiguous else x.copy()
+
+
 def _raw_bits(x):
   """Unsigned integers holding x's bit patterns (sub-byte integers: the low bits)."""
   d = x.dtype
   if d in _sub_byte:
     b, _ = _sub_byte[d]
     return x.astype(np.int64).astype(np.uint64) & np.uint64((1 << b) - 1)
-  return np.ascontiguousarray(x).view(np.dtype(f"u{d.itemsize}"))
+  return _contiguous(x).view(np.dtype(f"u{d.itemsize}"))
 
 
 def _from_raw_bits(u, d):
@@ -634,7 +735,7 @@ def _bitcast(x, new_dtype):
   new_dtype = np.dtype(new_dtype)
   ob, nb = _bits(x.dtype), _bits(new_dtype)
   if x.dtype not in _sub_byte and new_dtype not in _sub_byte:
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     if ob == nb:
       return x.view(new_dtype)
     if ob > nb:
@@ -661,7 +762,7 @@ def _reduce_precision(x, exponent_bits, mantissa_bits):
   nbits = 32 if xf.dtype == np.float32 else 64
   src_mant = 23 if nbits == 32 else 52
   src_exp = 8 if nbits == 32 else 11
-  b = np.ascontiguousarray(xf).view(bits_t).copy()
+  b = _contiguous(xf).view(bits_t).copy()
   one = bits_t(1)
   if mantissa_bits < src_mant:
     shift = bits_t(src_mant - mantissa_bits)
