@@ -1127,3 +1127,43 @@ def test_custom_gradient_matches_jax():
   jax = pytest.importorskip("jax")
   import jax.numpy as jjnp
   assert repr(_custom_gradient_prog(pyjax, jnp)) == repr(_custom_gradient_prog(jax, jjnp))
+
+
+def _custom_jvp_on_tangent_prog(jax, jnp):
+  # a custom_jvp function applied to the tangent inside another JVP rule (an implicit
+  # solve): reverse mode transposes the call, so it must not stay a custom_jvp_call
+  @jax.custom_jvp
+  def solve(A, b):
+    return jnp.linalg.solve(A, b)
+
+  @solve.defjvp
+  def solve_jvp(primals, tangents):
+    A, b = primals
+    dA, db = tangents
+    x = solve(A, b)
+    return x, solve(A, db - dA @ x)
+
+  A = jnp.array([[3., 1.], [1., 2.]])
+  b = jnp.array([1., 2.])
+  loss = lambda A, b: (solve(A, b) ** 2).sum()
+  return [jax.grad(loss, argnums=(0, 1))(A, b), jax.jit(jax.grad(loss, argnums=1))(A, b),
+          jax.vjp(lambda b: solve(A, b), b)[1](jnp.array([1., -1.])),
+          jax.jvp(lambda b: solve(A, b), (b,), (jnp.ones(2),))[1],
+          jax.grad(lambda b: jax.grad(loss, argnums=1)(A, b).sum())(b)]
+
+
+def test_custom_jvp_applied_to_tangent_in_jvp_rule_transposes():
+  ours = _custom_jvp_on_tangent_prog(pyjax, jnp)
+  A = np.array([[3., 1.], [1., 2.]])
+  b = np.array([1., 2.])
+  x = np.linalg.solve(A, b)
+  gb = np.linalg.solve(A.T, 2 * x)
+  np.testing.assert_allclose(ours[0][1], gb, rtol=1e-5)
+  np.testing.assert_allclose(ours[0][0], -np.outer(gb, x), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(ours[1], gb, rtol=1e-5)
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  theirs = _custom_jvp_on_tangent_prog(jax, jjnp)
+  for a, b_ in zip(pyjax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b_), rtol=1e-5, atol=1e-6)
+    assert a.dtype == b_.dtype

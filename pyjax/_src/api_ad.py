@@ -842,10 +842,16 @@ class custom_jvp:
 def _custom_jvp_dispatch(interp, fun_flat, jvp_flat, flat_args, symbolic_zeros, name):
   if interp is core.eval_interpreter:
     return fun_flat(*flat_args)
-  if isinstance(interp, ad._SplitInterpreter) and not _has_staged_tangent(interp, flat_args):
-    with core.set_interpreter(interp.parent):
-      return _custom_jvp_dispatch(interp.parent, fun_flat, jvp_flat, flat_args,
-                                  symbolic_zeros, name)
+  if isinstance(interp, ad._SplitInterpreter):
+    if not _has_staged_tangent(interp, flat_args):
+      with core.set_interpreter(interp.parent):
+        return _custom_jvp_dispatch(interp.parent, fun_flat, jvp_flat, flat_args,
+                                    symbolic_zeros, name)
+    # Applied to a staged tangent inside another JVP rule (e.g. a solve of the tangent):
+    # the call is part of the linear tangent computation, which gets transposed, so run
+    # the function itself (as JAX does) rather than staging a custom_jvp_call, which has
+    # no transpose rule.
+    return fun_flat(*flat_args)
   if isinstance(interp, ad.JVPInterpreter):
     if not _owned(interp, flat_args):
       primals = [interp.to_primal_tangent(x)[0] for x in flat_args]

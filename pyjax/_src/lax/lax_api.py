@@ -18,3 +18,4 @@ from pyjax._src.lax import linalg  # noqa: F401,E402  (lax.linalg namespace)
 from pyjax._src.lax.parallel import *  # noqa: F401,F403  (collectives over vmap axis names)
 from pyjax._src.lax.control_flow import *  # noqa: F401,F403  (cond, switch, while_loop, fori_loop, scan, map, associative_scan)
 from pyjax._src.lax.fft import FftType, fft, fft_p  # noqa: F401,E402
+from pyjax._src.lax.lax_api_extra import *  # noqa: F401,F403,E402  (*_p names, misc, solvers, ...)

@@ -1,0 +1,199 @@
+"""Placement primitives: ``sharding_constraint`` (``with_sharding_constraint``) and
+``device_put`` (what ``jax.device_put`` binds under a trace).
+
+pyjax runs each computation on one device, so a sharding constraint is the identity on
+the values (placing them on the sharding's device when it names another one), and a
+traced ``device_put`` is the identity inside the computation.  Both are linear: their
+JVP applies them to the tangent; their transpose applies them to the cotangent (a
+transposed ``device_put`` swaps ``devices``/``srcs`` and always copies, as JAX's).
+"""
+from __future__ import annotations
+
+import enum
+
+from pyjax._src import core
+from pyjax._src import tree_util
+from pyjax._src.interpreters import ad
+from pyjax._src.interpreters import batching
+from pyjax._src.runtime.array import Array, ArrayImpl, SingleDeviceSharding
+
+__all__ = ["with_sharding_constraint", "sharding_constraint_p", "device_put_p"]
+
+
+class _EmptyMesh:
+  """The (empty) context mesh a sharding constraint records: pyjax has no meshes."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "Mesh()"
+
+  def __eq__(self, other):
+    return type(other) is _EmptyMesh
+
+  def __hash__(self):
+    return hash(_EmptyMesh)
+
+
+_EMPTY_MESH = _EmptyMesh()
+
+
+def _place(x, device):
+  """``x`` committed to ``device`` (no copy when it is already there)."""
+  if device is None or not isinstance(x, ArrayImpl):
+    return x
+  if x._device is device and x._committed:
+    return x
+  return ArrayImpl(x._data(), x.aval, device, True)
+
+
+# --- sharding_constraint ------------------------------------------------------------------
+sharding_constraint_p = core.Primitive("sharding_constraint")
+sharding_constraint_p.def_abstract_eval(lambda x, **_: x)
+
+
+@sharding_constraint_p.def_impl
+def _sharding_constraint_impl(x, *, sharding, layout, context_mesh, unconstrained_dims):
+  dev = sharding._device if isinstance(sharding, SingleDeviceSharding) else None
+  return _place(x, dev)
+
+
+ad.deflinear(sharding_constraint_p, lambda ct, **params: [
+    sharding_constraint_p.bind(ct, **params)])
+
+
+def _sharding_constraint_batch(args, dims, *, unconstrained_dims, **params):
+  x, = args
+  d, = dims
+  shifted = frozenset(u + 1 if u >= d else u for u in unconstrained_dims) | {d}
+  return sharding_constraint_p.bind(x, unconstrained_dims=shifted, **params), d
+
+
+batching.primitive_batchers[sharding_constraint_p] = _sharding_constraint_batch
+
+
+def _is_sharding(s):
+  return isinstance(s, SingleDeviceSharding) or hasattr(s, "device_set")
+
+
+def with_sharding_constraint(x, shardings):
+  """Constrain how the leaves of ``x`` are placed: ``shardings`` (a tree prefix of ``x``)
+  holds ``Sharding`` objects.  With one device per computation this is the identity on
+  values.  Differs from JAX: PartitionSpecs need a mesh, which pyjax does not have
+  (JAX's RuntimeError)."""
+  leaves, tree = tree_util.tree_flatten(x)
+  try:
+    specs = tree_util.broadcast_prefix(shardings, x, is_leaf=lambda s: s is None)
+  except ValueError:
+    from pyjax._src.tree_util_errors import prefix_errors
+    errs = [str(e("with_sharding_constraint shardings"))
+            for e in prefix_errors(shardings, x, is_leaf=lambda s: s is None)]
+    raise ValueError("with_sharding_constraint shardings specification must be a tree "
+                     f"prefix of the corresponding value; \n  Mismatch details "
+                     f"({len(errs)} found):\n  " + "\n  ".join(errs)) from None
+  outs = []
+  for leaf, s in zip(leaves, specs):
+    if s is None:
+      raise ValueError("One of with_sharding_constraint arguments got sharding None which is "
+                       "not allowed. Please only pass `jax.sharding.Sharding` instances.")
+    if type(s).__name__ == "PartitionSpec":
+      raise RuntimeError(
+          "with_sharding_constraint requires a non-empty mesh in context if you are passing "
+          "`PartitionSpec`s to shardings. You can define a context mesh via "
+          "`jax.set_mesh(mesh)`. Alternatively, provide `Sharding`s to shardings and then the "
+          "mesh context manager is not required.")
+    if not _is_sharding(s):
+      raise TypeError("shardings leaf specifications are expected to be PartitionSpec "
+                      f"instances or None, but got {s}")
+    if not isinstance(leaf, (Array, core.Tracer)):
+      from pyjax._src.lax import shapes
+      leaf = shapes._asarray(leaf)
+    outs.append(sharding_constraint_p.bind(leaf, sharding=s, layout=None,
+                                           context_mesh=_EMPTY_MESH,
+                                           unconstrained_dims=frozenset()))
+  return tree_util.tree_unflatten(tree, outs)
+
+
+# --- device_put -----------------------------------------------------------------------------
+class ArrayCopySemantics(enum.Enum):
+  """How a ``device_put`` treats its input buffer."""
+  ALWAYS_COPY = 0
+  REUSE_INPUT = 1
+  DONATE_INPUT = 2
+
+  def __repr__(self):
+    return f"ArrayCopySemantics.{self.name}"
+
+  __str__ = __repr__
+
+
+device_put_p = core.Primitive("device_put")
+device_put_p.multiple_results = True
+device_put_p.def_abstract_eval(lambda *avals, **_: list(avals))
+
+
+def _device_of(d):
+  if d is None:
+    return None
+  if isinstance(d, SingleDeviceSharding):
+    return d._device
+  ds = getattr(d, "device_set", None)
+  if ds is not None and len(ds) == 1:
+    return next(iter(ds))
+  return d
+
+
+@device_put_p.def_impl
+def _device_put_impl(*xs, devices, srcs, copy_semantics):
+  outs = []
+  for x, d, cs in zip(xs, devices, copy_semantics):
+    if not isinstance(x, ArrayImpl):
+      from pyjax._src.lax import shapes
+      x = shapes._asarray(x)
+    dev = _device_of(d)
+    if cs is ArrayCopySemantics.ALWAYS_COPY:
+      x = ArrayImpl(x._data().copy(), x.aval, x._device, x._committed)
+    outs.append(_place(x, dev))
+  return outs
+
+
+def _device_put_transpose(cts, *args, devices, srcs, copy_semantics):
+  out = [None] * len(args)
+  picked = [(i, ct, d, s, cs) for i, (ct, a, d, s, cs)
+            in enumerate(zip(cts, args, devices, srcs, copy_semantics))
+            if ad.is_undefined_primal(a) and type(ct) is not ad.Zero]
+  if not picked:
+    return out
+  for _, _, _, _, cs in picked:
+    if cs is ArrayCopySemantics.DONATE_INPUT:
+      raise ValueError("donate=True is not allowed during tranposition of device_put. Please "
+                       "file an issue if you want this to be supported.")
+  idx, cts_, devs, srcs_, _ = zip(*picked)
+  ys = device_put_p.bind(*cts_, devices=tuple(srcs_), srcs=tuple(devs),
+                         copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) * len(cts_))
+  for i, y in zip(idx, ys):
+    out[i] = y
+  return out
+
+
+def _device_put_jvp(primals, tangents, **params):
+  outs = device_put_p.bind(*primals, **params)
+  nz = [i for i, t in enumerate(tangents) if type(t) is not ad.Zero]
+  t_out = [ad.Zero.from_primal_value(o) for o in outs]
+  if nz:
+    sub = {k: tuple(v[i] for i in nz) for k, v in params.items()}
+    ts = device_put_p.bind(*[tangents[i] for i in nz], **sub)
+    for i, t in zip(nz, ts):
+      t_out[i] = t
+  return outs, t_out
+
+
+ad.primitive_jvps[device_put_p] = _device_put_jvp
+ad.primitive_transposes[device_put_p] = _device_put_transpose
+batching.primitive_batchers[device_put_p] = (
+    lambda args, dims, **params: (device_put_p.bind(*args, **params), list(dims)))
+
+
+def bind_device_put(xs, devices, srcs, copy_semantics):
+  """Bind ``device_put`` on traced values (for ``jax.device_put`` under a trace)."""
+  return device_put_p.bind(*xs, devices=tuple(devices), srcs=tuple(srcs),
+                           copy_semantics=tuple(copy_semantics))
