@@ -1063,12 +1063,15 @@ class Lowered:
     entry = self._traced._entry
     dev = wrapped._param_device() or _devices.default_device()
     exe = _compile_entry(entry, dev)
+    if hasattr(exe, "wait"):   # the tiered executable: wait for the native build
+      exe.wait()
     return Compiled(self, exe)
 
 
 class Compiled:
   """``jit(f).lower(*args).compile()``: call it with the dynamic arguments (static ones
-  are baked in).  ``as_text()`` is the generated Python source of the executable."""
+  are baked in).  ``as_text()`` is the executable's generated source (C when the native
+  build succeeded)."""
 
   def __init__(self, lowered, exe):
     self._lowered = lowered

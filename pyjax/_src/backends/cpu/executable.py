@@ -1,22 +1,35 @@
-"""The CPU backend's executables for ``jit``: a jaxpr run equation by equation on the
-eager NumPy implementations.
+"""The CPU backend's executables for ``jit``.
 
-``compile_jaxpr(closed_jaxpr, device)`` is the seam a native compiler will replace: it
-returns an object with ``__call__(*flat_buffers) -> list of buffers`` (NumPy arrays of the
-input avals' dtypes in, NumPy arrays of the output avals' dtypes out) and ``as_text()``.
+``compile_jaxpr(closed_jaxpr, device, name)`` returns a ``CpuExecutable``: ``exe.fn(*bufs)``
+takes NumPy arrays of the input avals' dtypes and returns the list of output arrays.
 
-"Compiling" here generates one straight-line Python function for the whole jaxpr: every
-equation becomes a direct call of the primitive's NumPy implementation with its params
-bound, followed by a cast to the output dtype only where the implementation's result
-differs (half types computed in float32, NumPy scalars).  Nothing is re-checked per call
-(abstract evaluation ran at trace time), literals and constants are converted once,
-nested ``jit`` equations are inlined, and equations whose results are unused are dropped
-(as XLA would).  Higher-order primitives with a Python-level ``impl`` (control flow) are
-called with Arrays.
+Two tiers run the same program:
+
+- the *NumPy plan*: one straight-line generated Python function calling the eager NumPy
+  implementation of each equation (nested ``jit`` inlined, dead equations dropped).  It is
+  ready at once;
+- the *native executable* from the C compiler (``compiler/``): fused C kernels, BLAS calls
+  and NumPy steps for what the code generator does not handle, one native call per
+  segment.
+
+Tiered start: a function's first calls run the NumPy plan; the compiler lowers and builds
+the native executable on a background thread (started on the second call, or at once for
+programs that touch many elements) and ``exe.fn`` switches to it when ready.
+``jit(f).lower(x).compile()`` -- or ``exe.wait()`` -- waits for it.  ``PYJAX_COMPILE``
+selects the mode: ``async`` (default), ``sync`` (compile before the first call returns;
+deterministic, used by tests that check native results), ``0``/``off`` (NumPy only).
+``PYJAX_DEBUG=1`` logs every compilation (time, kernels, segments, NumPy steps).  Without a
+C compiler everything runs on the NumPy plan, with one warning.
 """
 from __future__ import annotations
 
 import itertools
+import os
+import queue
+import sys
+import threading
+import time
+import warnings
 
 import numpy as np
 
@@ -25,28 +38,239 @@ from pyjax._src.backends.cpu import eager as cpu_eager
 _impls = cpu_eager.impls
 _counter = itertools.count()
 
+_BIG_PROGRAM = 1 << 16      # elements touched: compile natively from the first call
+_mode_override = None
+
+
+def set_compile_mode(mode):
+  """Override ``PYJAX_COMPILE`` for this process ("async", "sync" or "off"; None: the
+  environment decides).  Returns the previous override."""
+  global _mode_override
+  prev = _mode_override
+  _mode_override = mode
+  return prev
+
+
+def compile_mode():
+  m = _mode_override if _mode_override is not None else os.environ.get("PYJAX_COMPILE", "async")
+  m = str(m).strip().lower()
+  if m in ("0", "off", "false", "no", "numpy", "none"):
+    return "off"
+  if m in ("sync", "2", "wait"):
+    return "sync"
+  return "async"
+
+
+def _compile_after():
+  try:
+    return max(int(os.environ.get("PYJAX_COMPILE_AFTER", "2")), 1)
+  except ValueError:
+    return 2
+
 
 class CpuExecutable:
-  """A compiled jaxpr: ``exe(*buffers)`` returns the list of output buffers."""
-  __slots__ = ("fn", "source", "in_avals", "out_avals", "device", "name")
+  """A compiled jaxpr: ``exe.fn(*buffers)`` returns the list of output buffers.
+  ``exe.tier`` is "numpy", "pending" or "native"."""
+  __slots__ = ("fn", "source", "in_avals", "out_avals", "device", "name", "_impl",
+               "_closed", "_job", "native", "_calls", "_numpy_fn", "_work", "error",
+               "__weakref__")
 
-  def __init__(self, fn, source, in_avals, out_avals, device, name):
-    self.fn = fn
+  def __init__(self, numpy_fn, source, closed, device, name):
+    self._numpy_fn = numpy_fn
     self.source = source
-    self.in_avals = in_avals
-    self.out_avals = out_avals
+    self._closed = closed
+    self.in_avals = list(closed.in_avals)
+    self.out_avals = list(closed.out_avals)
     self.device = device
     self.name = name
+    self.native = None
+    self.error = None
+    self._job = None
+    self._calls = 0
+    self._work = _program_work(closed)
+    self._impl = numpy_fn
+    cell = self
+
+    def fn(*bufs):
+      return cell._impl(*bufs)
+    fn.__name__ = f"jit_{name}"
+    self.fn = fn
 
   def __call__(self, *bufs):
-    return self.fn(*bufs)
+    return self._impl(*bufs)
+
+  @property
+  def tier(self):
+    if self.native is not None:
+      return "native"
+    if self._job is not None and not self._job.done.is_set():
+      return "pending"
+    return "numpy"
+
+  # -- tiers -------------------------------------------------------------------------------
+  def _counting(self, *bufs):
+    self._calls += 1
+    if self._calls >= _compile_after():
+      self._impl = self._numpy_fn
+      self.start()
+    return self._numpy_fn(*bufs)
+
+  def start(self):
+    """Queue the native build (no-op when already queued or done)."""
+    if self._job is None and compile_mode() != "off":
+      self._job = _Job(self)
+      _worker().submit(self._job)
+
+  def wait(self):
+    """Build the native executable now if it is not ready (runs the build on this thread
+    when it has not started); returns the tier afterwards."""
+    if compile_mode() == "off":
+      return self.tier
+    if self._job is None:
+      self._job = _Job(self)
+    self._job.run_or_wait()
+    return self.tier
+
+  def _install(self, native):
+    self.native = native
+    self._impl = native.fn
 
   def as_text(self):
-    """The generated Python source of this executable."""
+    """The generated code: the native program (host Python + C) once compiled, else the
+    NumPy plan's Python source."""
+    if self._job is not None or compile_mode() == "sync":
+      self.wait()
+    if self.native is not None:
+      return self.native.as_text()
     return self.source
 
   def __repr__(self):
-    return f"CpuExecutable({self.name})"
+    return f"CpuExecutable({self.name}, {self.tier})"
+
+
+class _Job:
+  def __init__(self, exe):
+    self.exe = exe
+    self.lock = threading.Lock()
+    self.started = False
+    self.done = threading.Event()
+
+  def claim(self):
+    with self.lock:
+      if self.started:
+        return False
+      self.started = True
+      return True
+
+  def run_or_wait(self):
+    if self.claim():
+      self.run()
+    self.done.wait()
+
+  def run(self):
+    exe = self.exe
+    try:
+      exe._install(_build_native(exe._closed, exe.name))
+    except _NoNative:
+      pass
+    except Exception as e:  # noqa: BLE001  -- a compiler bug must not break the program
+      exe.error = e
+      if _debug():
+        import traceback
+        traceback.print_exc()
+      warnings.warn(f"pyjax: native compilation of {exe.name} failed; running on NumPy "
+                    f"({type(e).__name__}: {e})", RuntimeWarning, stacklevel=2)
+    finally:
+      self.done.set()
+
+
+class _NoNative(Exception):
+  pass
+
+
+class _Worker:
+  """One background thread building native executables in order."""
+
+  def __init__(self):
+    self.q = queue.Queue()
+    self.thread = threading.Thread(target=self._loop, name="pyjax-compiler", daemon=True)
+    self.thread.start()
+
+  def submit(self, job):
+    self.q.put(job)
+
+  def _loop(self):
+    while True:
+      job = self.q.get()
+      try:
+        if job.claim():
+          job.run()
+      finally:
+        self.q.task_done()
+
+
+def drain():
+  """Wait until every queued background build has finished (benchmarks and tests use it
+  so that compilation does not compete with what they measure)."""
+  w = _worker_obj
+  if w is not None:
+    w.q.join()
+
+
+_worker_obj = None
+_worker_lock = threading.Lock()
+
+
+def _worker():
+  global _worker_obj
+  with _worker_lock:
+    if _worker_obj is None:
+      _worker_obj = _Worker()
+    return _worker_obj
+
+
+def _debug():
+  return os.environ.get("PYJAX_DEBUG", "") not in ("", "0")
+
+
+_warned_no_cc = [False]
+
+
+def _build_native(closed, name):
+  from pyjax._src.backends.cpu.compiler import native
+  t0 = time.perf_counter()
+  try:
+    prog = native.lower(closed, name)
+  except native.Unsupported as e:
+    if str(e) == "no C compiler" and not _warned_no_cc[0]:
+      _warned_no_cc[0] = True
+      warnings.warn("pyjax: no working C compiler found (set PYJAX_CC); jit runs on the "
+                    "NumPy backend", RuntimeWarning, stacklevel=3)
+    if _debug():
+      print(f"pyjax: jit({name}) stays on NumPy: {e}", file=sys.stderr)
+    raise _NoNative() from None
+  t1 = time.perf_counter()
+  prog.build()
+  t2 = time.perf_counter()
+  if _debug():
+    host = sorted({s.node.prim for s in prog.host_steps})
+    print(f"pyjax: compiled jit({name}): {prog.n_kernels} kernel(s) in "
+          f"{len(prog.segments)} native segment(s), {len(prog.host_steps)} NumPy step(s)"
+          f"{' (' + ', '.join(host) + ')' if host else ''}; lowering {t1 - t0:.3f} s, "
+          f"build {t2 - t1:.3f} s [cache: {prog.stats.get('cache', '?')}]", file=sys.stderr)
+  return prog
+
+
+def _program_work(closed):
+  n = 0
+  for eqn in closed.jaxpr.eqns:
+    for v in eqn.outvars:
+      shape = getattr(v.aval, "shape", ())
+      k = 1
+      for d in shape:
+        k *= d
+      n += k
+  return n
 
 
 def _is_literal(v):
@@ -176,8 +400,25 @@ def _python_impl_runner(prim, eqn):
   return run
 
 
+
 def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr"):
-  """Compile ``closed_jaxpr`` for ``device``: returns a ``CpuExecutable``."""
+  """Compile ``closed_jaxpr`` for ``device``: returns a ``CpuExecutable`` (see the module
+  docstring for the tiers)."""
+  fn, src = _numpy_plan(closed_jaxpr, name)
+  exe = CpuExecutable(fn, src, closed_jaxpr, device, name)
+  mode = compile_mode()
+  if mode == "sync":
+    exe.wait()
+  elif mode == "async":
+    if exe._work >= _BIG_PROGRAM or _compile_after() <= 1:
+      exe.start()
+    else:
+      exe._impl = exe._counting
+  return exe
+
+
+def _numpy_plan(closed_jaxpr, name):
+  """The NumPy plan: (function, Python source)."""
   jaxpr = closed_jaxpr.jaxpr
   gen = _Codegen()
   env = {}
@@ -196,6 +437,4 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr"):
   code = compile(src, filename, "exec")
   namespace = dict(gen.globals)
   exec(code, namespace)  # noqa: S102  -- our own generated source
-  fn = namespace[fn_name]
-  return CpuExecutable(fn, src, [v.aval for v in jaxpr.invars],
-                       [v.aval for v in jaxpr.outvars], device, name)
+  return namespace[fn_name], src

@@ -1,0 +1,252 @@
+"""jit on CPU: pyjax (native compiler) vs JAX (XLA:CPU) vs NumPy, in one run.
+
+    python benchmarks/jit_cpu.py [--rounds N] [--only SUBSTR] [--threads N]
+
+Every case is timed for each library in turn inside the same round (a busy machine slows
+all of them alike), for ``--rounds`` rounds; the table shows the median time per call (µs),
+pyjax's ratio to JAX, and the geometric mean of the ratios (the issue's target: <= 1.0,
+no case above 2.0).  Every timed call waits for its result (``block_until_ready``).
+pyjax's native executable is built before timing (``exe.wait()``); the first-call table
+times a fresh function's first call instead (trace + the NumPy tier for pyjax, trace +
+XLA compilation for JAX).  ``bandwidth`` measures the machine's copy bandwidth, the bound
+for elementwise kernels.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _timeit(fn, calls):
+  t0 = time.perf_counter()
+  for _ in range(calls):
+    fn()
+  return (time.perf_counter() - t0) / calls * 1e6
+
+
+# --- the programs, written once against a numpy-like module -----------------------------
+def softmax(np_, x):
+  m = x.max(axis=1, keepdims=True)
+  e = np_.exp(x - m)
+  return e / e.sum(axis=1, keepdims=True)
+
+
+def layer_norm(np_, x, g, b):
+  mu = x.mean(-1, keepdims=True)
+  v = ((x - mu) ** 2).mean(-1, keepdims=True)
+  return (x - mu) / np_.sqrt(v + 1e-5) * g + b
+
+
+def selu(np_, x):
+  alpha, scale = 1.6732632423543772, 1.0507009873554805
+  return scale * np_.where(x > 0, x, alpha * (np_.exp(x) - 1))
+
+
+def chain(np_, x):
+  return np_.tanh(x * 0.5 + 1.0) * x - np_.exp(-x * x) + 0.25
+
+
+def gelu(np_, x):
+  return 0.5 * x * (1 + np_.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+def row_normalize(np_, x):
+  return x / np_.sqrt((x * x).sum(axis=1, keepdims=True))
+
+
+def sum_logistic(np_, x):
+  return (1.0 / (1.0 + np_.exp(-x))).sum()
+
+
+def mlp_loss(np_, params, x, y):
+  h = x
+  for i, (w, b) in enumerate(params):
+    h = h @ w + b
+    if i < len(params) - 1:
+      h = gelu(np_, h)
+  m = h.max(axis=1, keepdims=True)
+  lp = h - m - np_.log(np_.exp(h - m).sum(axis=1, keepdims=True))
+  return -(lp * y).sum(axis=1).mean()
+
+
+def build_cases(lib, rng):
+  """{name: (function to jit (or None), args, numpy equivalent or None)} for pyjax or jax."""
+  if lib == "pyjax":
+    import pyjax as jx
+    import pyjax.numpy as jnp
+  else:
+    import jax as jx
+    import jax.numpy as jnp
+  f32 = np.float32
+  x2 = rng.standard_normal((1000, 1000)).astype(f32)
+  g = rng.standard_normal(1000).astype(f32)
+  b = rng.standard_normal(1000).astype(f32)
+  v1m = rng.standard_normal(1_000_000).astype(f32)
+  v1k = rng.standard_normal(1000).astype(f32)
+  sizes = (784, 512, 512, 10)
+  params = [(rng.standard_normal((a, c)).astype(f32) * 0.05, np.zeros(c, f32))
+            for a, c in zip(sizes[:-1], sizes[1:])]
+  xb = rng.standard_normal((128, 784)).astype(f32)
+  yb = np.eye(10, dtype=f32)[rng.integers(0, 10, 128)]
+  m1 = rng.standard_normal((1000, 1000)).astype(f32)
+  m2 = rng.standard_normal((1000, 1000)).astype(f32)
+  vm = rng.standard_normal((100, 256)).astype(f32)
+  mat = rng.standard_normal((256, 256)).astype(f32)
+
+  def mlp_step(params, x, y):
+    loss, grads = jx.value_and_grad(lambda p: mlp_loss(jnp, p, x, y))(params)
+    return loss, [(w - 0.01 * gw, c - 0.01 * gc) for (w, c), (gw, gc) in zip(params, grads)]
+
+  def linreg_1000(w, x, y):
+    def step(w, _):
+      grad = jx.grad(lambda w: ((x @ w - y) ** 2).mean())(w)
+      return w - 0.1 * grad, None
+    return jx.lax.scan(step, w, None, length=1000)[0]
+
+  lx = rng.standard_normal((64, 4)).astype(f32)
+  ly = rng.standard_normal(64).astype(f32)
+  key = jx.random.key(0)
+  cases = {
+      "softmax 1000x1000": (lambda x: softmax(jnp, x), (x2,), lambda x: softmax(np, x)),
+      "layer_norm 1000x1000": (lambda x, g, b: layer_norm(jnp, x, g, b), (x2, g, b),
+                               lambda x, g, b: layer_norm(np, x, g, b)),
+      "selu 1M": (lambda x: selu(jnp, x), (v1m,), lambda x: selu(np, x)),
+      "chain 1M": (lambda x: chain(jnp, x), (v1m,), lambda x: chain(np, x)),
+      "chain 1K": (lambda x: chain(jnp, x), (v1k,), lambda x: chain(np, x)),
+      "gelu 1M": (lambda x: gelu(jnp, x), (v1m,), lambda x: gelu(np, x)),
+      "row sum 1000x1000": (lambda x: x.sum(axis=1), (x2,), lambda x: x.sum(axis=1)),
+      "col sum 1000x1000": (lambda x: x.sum(axis=0), (x2,), lambda x: x.sum(axis=0)),
+      "sum 1M": (lambda x: x.sum(), (v1m,), lambda x: x.sum()),
+      "max 1000x1000 rows": (lambda x: x.max(axis=1), (x2,), lambda x: x.max(axis=1)),
+      "row normalize 1000x1000": (lambda x: row_normalize(jnp, x), (x2,),
+                                  lambda x: row_normalize(np, x)),
+      "grad sum_logistic 1M": (jx.grad(lambda x: sum_logistic(jnp, x)), (v1m,), None),
+      "dot 1000x1000": (lambda a, c: jnp.dot(a, c), (m1, m2), lambda a, c: np.dot(a, c)),
+      "vmap matvec 100x256": (jx.vmap(lambda v: mat @ v), (vm,), lambda v: v @ mat.T),
+      "mlp step 784-512-512-10": (mlp_step, (params, xb, yb), None),
+      "linreg 1000 steps (scan)": (linreg_1000, (np.zeros(4, f32), lx, ly), None),
+      "random.normal 1M": (lambda k: jx.random.normal(k, (1_000_000,)), (key,), None),
+      "tiny x + 1": (lambda x: x + 1, (np.array(1.0, f32),), lambda x: x + 1),
+  }
+  return jx, cases
+
+
+def ready(x):
+  if hasattr(x, "block_until_ready"):
+    x.block_until_ready()
+    return x
+  import jax
+  for leaf in jax.tree_util.tree_leaves(x):
+    if hasattr(leaf, "block_until_ready"):
+      leaf.block_until_ready()
+  return x
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--rounds", type=int, default=15)
+  ap.add_argument("--only", default="")
+  ap.add_argument("--threads", type=int, default=0, help="PYJAX_NUM_THREADS (0: default)")
+  args = ap.parse_args()
+  if args.threads:
+    os.environ["PYJAX_NUM_THREADS"] = str(args.threads)
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  import jax
+  import pyjax
+
+  rng = np.random.default_rng(0)
+  pj, pcases = build_cases("pyjax", rng)
+  rng = np.random.default_rng(0)
+  jx, jcases = build_cases("jax", rng)
+  names = [n for n in pcases if args.only in n]
+
+  # first calls: a fresh function object each
+  first = {}
+  for n in names:
+    pf, pargs, _ = pcases[n]
+    jf, jargs, _ = jcases[n]
+    fresh_p = pj.jit(lambda *a, _f=pf: _f(*a))
+    fresh_j = jx.jit(lambda *a, _f=jf: _f(*a))
+    t0 = time.perf_counter()
+    ready(fresh_p(*pargs))
+    tp = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ready(fresh_j(*jargs))
+    tj = time.perf_counter() - t0
+    first[n] = (tp * 1e3, tj * 1e3)
+
+  # steady state: native executables built first, no background build left running
+  from pyjax._src.backends.cpu import executable
+  executable.drain()
+  runs = {}
+  for n in names:
+    pf, pargs, npf = pcases[n]
+    jf, jargs, _ = jcases[n]
+    pjit = pj.jit(pf)
+    exe = pjit.lower(*pargs).compile().runtime_executable()
+    tier = exe.wait() if hasattr(exe, "wait") else "?"
+    jjit = jx.jit(jf)
+    jdev = jax.tree_util.tree_map(lambda a: jax.device_put(a) if isinstance(a, np.ndarray) else a, jargs)
+    pdev = pj.tree_util.tree_map(lambda a: pj.device_put(a) if isinstance(a, np.ndarray) else a, pargs)
+    ready(pjit(*pdev))
+    ready(jjit(*jdev))
+    runs[n] = (lambda f=pjit, a=pdev: ready(f(*a)), lambda f=jjit, a=jdev: ready(f(*a)),
+               (lambda f=npf, a=pargs: f(*a)) if npf is not None else None, tier)
+
+  times = {n: ([], [], []) for n in names}
+  for _ in range(args.rounds):
+    for n in names:
+      p, j, q, _ = runs[n]
+      t = _timeit(p, 1)
+      calls = max(1, min(2000, int(20000 / max(t, 1))))
+      times[n][0].append(_timeit(p, calls))
+      times[n][1].append(_timeit(j, calls))
+      if q is not None:
+        times[n][2].append(_timeit(q, calls))
+
+  print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+        f"pyjax {getattr(pyjax, '__version__', '?')}, jax {jax.__version__}, "
+        f"numpy {np.__version__}; {args.rounds} rounds, medians")
+  print(f"{'case':28s} {'pyjax µs':>10s} {'JAX µs':>10s} {'NumPy µs':>10s} {'pyjax/JAX':>9s}  tier")
+  ratios = []
+  for n in names:
+    tp, tj, tq = (statistics.median(v) if v else float("nan") for v in times[n])
+    r = tp / tj
+    ratios.append(r)
+    print(f"{n:28s} {tp:10.1f} {tj:10.1f} {tq:10.1f} {r:9.2f}  {runs[n][3]}")
+  gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+  print(f"{'geometric mean':28s} {'':10s} {'':10s} {'':10s} {gm:9.2f}   (target <= 1.0, "
+        f"max {max(ratios):.2f}, target <= 2.0)")
+  print()
+  print(f"{'first call':28s} {'pyjax ms':>10s} {'JAX ms':>10s} {'pyjax/JAX':>9s}")
+  fr = []
+  for n in names:
+    tp, tj = first[n]
+    fr.append(tp / tj)
+    print(f"{n:28s} {tp:10.1f} {tj:10.1f} {tp / tj:9.2f}")
+  print(f"{'geometric mean':28s} {'':10s} {'':10s} "
+        f"{math.exp(sum(math.log(r) for r in fr) / len(fr)):9.2f}   (target <= 1.0)")
+  # the memory-bandwidth bound for elementwise kernels
+  a = np.ones(16_000_000, np.float32)
+  o = np.empty_like(a)
+  bw = []
+  for _ in range(5):
+    t0 = time.perf_counter()
+    np.copyto(o, a)
+    bw.append(2 * a.nbytes / (time.perf_counter() - t0) / 1e9)
+  best = max(bw)
+  print()
+  print(f"copy bandwidth (NumPy, 64 MB): {best:.1f} GB/s; chain 1M needs 8 MB: bound "
+        f"{8e6 / best / 1e3:.0f} µs")
+
+
+if __name__ == "__main__":
+  main()

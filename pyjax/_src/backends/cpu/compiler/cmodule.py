@@ -1,0 +1,332 @@
+"""The translation unit of one executable: every kernel of every segment, and the entry
+points.
+
+The C ABI (``docs/compiler.md``):
+
+- ``void pyjax_run_<s>(void **B, char *A)``: runs segment ``s``.  ``B`` holds the data
+  pointers of the segment's inputs, then its (preallocated) outputs, then its constants,
+  all C-contiguous; ``A`` is the segment's arena (``pyjax_arena_size_<s>`` bytes, 64-byte
+  aligned).  This is the whole native interface; it needs nothing from Python.
+- ``PyObject *pyjax_make(int s, PyObject *spec)``: a CPython callable for segment ``s``
+  (a builtin function with ``METH_FASTCALL``): ``f(*arrays) -> list of arrays``.  It checks
+  and unwraps NumPy arrays (non-contiguous or misaligned ones are copied first), allocates
+  the outputs, keeps the arena between calls, releases the GIL around heavy work and calls
+  ``pyjax_run_<s>``: one native call per segment, no per-argument ctypes marshalling.  It is
+  written against CPython's stable C API and NumPy's (stable) array struct layout, declared
+  here, so no Python or NumPy headers are needed to build it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pyjax._src.backends.cpu.compiler import codegen_c
+from pyjax._src.backends.cpu.compiler import dot as dot_mod
+from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler import plan as plan_mod
+
+GIL_RELEASE_WORK = 1 << 14
+
+_PYABI = r"""
+/* --- the part of CPython's stable C API and NumPy's array struct used here --- */
+typedef ptrdiff_t Py_ssize_t;
+typedef struct pj_pyobject { Py_ssize_t ob_refcnt; void *ob_type; } PyObject;
+typedef PyObject *(*PyCFunction)(PyObject *, PyObject *);
+typedef struct { const char *ml_name; PyCFunction ml_meth; int ml_flags; const char *ml_doc; } PyMethodDef;
+#define PJ_METH_FASTCALL 0x0080
+extern PyObject *PyCFunction_NewEx(PyMethodDef *, PyObject *, PyObject *);
+extern void Py_IncRef(PyObject *);
+extern void Py_DecRef(PyObject *);
+extern PyObject *PyList_New(Py_ssize_t);
+extern int PyList_SetItem(PyObject *, Py_ssize_t, PyObject *);
+extern PyObject *PyTuple_GetItem(PyObject *, Py_ssize_t);
+extern Py_ssize_t PyTuple_Size(PyObject *);
+extern PyObject *PyObject_Call(PyObject *, PyObject *, PyObject *);
+extern PyObject *PyObject_CallFunctionObjArgs(PyObject *, ...);
+extern PyObject *PyLong_FromLong(long);
+extern long PyLong_AsLong(PyObject *);
+extern void *PyLong_AsVoidPtr(PyObject *);
+extern void PyErr_SetString(PyObject *, const char *);
+extern PyObject *PyErr_NoMemory(void);
+extern PyObject *PyErr_Occurred(void);
+extern PyObject *PyExc_TypeError;
+extern PyObject *PyCapsule_New(void *, const char *, void (*)(PyObject *));
+extern void *PyCapsule_GetPointer(PyObject *, const char *);
+extern void *PyEval_SaveThread(void);
+extern void PyEval_RestoreThread(void *);
+typedef struct { PyObject ob_base; void *typeobj; char kind, type, byteorder, flags_;
+                 int type_num; } pj_descr;
+typedef struct { PyObject ob_base; char *data; int nd; Py_ssize_t *dimensions;
+                 Py_ssize_t *strides; PyObject *base; pj_descr *descr; int flags; } pj_array;
+#define PJ_C_CONTIGUOUS 0x0001
+#define PJ_ALIGNED 0x0100
+
+typedef struct {
+  PyObject *empty, *normalize, *ndarray;
+  PyObject **out_args, **consts, **index;
+  int *in_typenum;
+  void **const_ptr;
+  char *arena;
+  int arena_busy;
+  int nin, nout, nconst;
+  size_t arena_size;
+} pj_inst;
+
+typedef void (*pj_gemm_s)(char *, char *, int *, int *, int *, float *, float *, int *,
+                          float *, int *, float *, float *, int *);
+typedef void (*pj_gemm_d)(char *, char *, int *, int *, int *, double *, double *, int *,
+                          double *, int *, double *, double *, int *);
+static pj_gemm_s pj_sgemm;
+static pj_gemm_d pj_dgemm;
+static void (*pj_blas_set_threads)(int);
+static int (*pj_blas_get_threads)(void);
+
+static void pj_inst_free(PyObject *cap) {
+  pj_inst *I = (pj_inst *)PyCapsule_GetPointer(cap, "pyjax.segment");
+  if (!I) return;
+  Py_DecRef(I->empty); Py_DecRef(I->normalize); Py_DecRef(I->ndarray);
+  for (int i = 0; i < I->nout; i++) Py_DecRef(I->out_args[i]);
+  for (int i = 0; i < I->nconst; i++) Py_DecRef(I->consts[i]);
+  for (int i = 0; i < I->nin; i++) Py_DecRef(I->index[i]);
+  free(I->out_args); free(I->consts); free(I->index); free(I->in_typenum); free(I->const_ptr);
+  free(I->arena); free(I);
+}
+
+static int pj_ok(pj_inst *I, PyObject *o, int i, int nd, const int64_t *dims) {
+  if (o->ob_type != (void *)I->ndarray) return 0;
+  pj_array *a = (pj_array *)o;
+  if ((a->flags & (PJ_C_CONTIGUOUS | PJ_ALIGNED)) != (PJ_C_CONTIGUOUS | PJ_ALIGNED)) return 0;
+  if (a->descr->type_num != I->in_typenum[i] || a->descr->byteorder == '>') return 0;
+  if (a->nd != nd) return 0;
+  for (int k = 0; k < nd; k++) if (a->dimensions[k] != dims[k]) return 0;
+  return 1;
+}
+"""
+
+
+def _segment_c(fusion, seg, kernels):
+  """C of one segment: its run function and its Python entry."""
+  s = seg.index
+  slots = seg.slots()
+  root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
+  body = []
+  work = 0
+  for g in seg.groups:
+    if g.kind == "loop":
+      kname, params = kernels[g]
+      args = [f"(void *)({slots[rv]})" for rv in params]
+      body.append(f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}")
+      work += math.prod(g.full_shape)
+    else:
+      node = g.node
+      lines = dot_mod.emit_call(node, lambda v: slots[root(v)], L.storage_type)
+      body.extend("  " + ln for ln in lines)
+      lc, rc, lb, rb, lf, rf = dot_mod._dims(node)
+      work += node.outs[0].size * max(math.prod(node.ins[0].shape[i] for i in lc), 1)
+  nin, nout, ncon = len(seg.inputs), len(seg.outputs), len(seg.consts)
+  has_dot = any(g.kind == "dot" for g in seg.groups)
+  out = []
+  out.append(f"void pyjax_run_{s}(void **B, char *A) {{")
+  out.append("  (void)B; (void)A;")
+  if has_dot:
+    out.append("  int pj_blas_prev = pj_blas_get_threads ? pj_blas_get_threads() : 0;")
+    out.append("  if (pj_blas_set_threads && pj_blas_prev != 1) pj_blas_set_threads(1);")
+  out.extend(body)
+  if has_dot:
+    out.append("  if (pj_blas_set_threads && pj_blas_prev != 1) pj_blas_set_threads(pj_blas_prev);")
+  out.append("}")
+  out.append(f"const size_t pyjax_arena_size_{s} = {seg.arena_size};")
+  nds = [v.ndim for v in seg.inputs]
+  dims = []
+  offs = []
+  for v in seg.inputs:
+    offs.append(len(dims))
+    dims.extend(v.shape)
+  out.append(f"static const int pj_nd_{s}[{max(nin, 1)}] = {{{', '.join(map(str, nds)) or '0'}}};")
+  out.append(f"static const int64_t pj_dims_{s}[{max(len(dims), 1)}] = "
+             f"{{{', '.join(map(str, dims)) or '0'}}};")
+  out.append(f"static const int pj_doff_{s}[{max(nin, 1)}] = {{{', '.join(map(str, offs)) or '0'}}};")
+  heavy = 1 if work >= GIL_RELEASE_WORK else 0
+  arena = seg.arena_size
+  out.append(f"""static PyObject *pj_call_{s}(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {{
+  pj_inst *I = (pj_inst *)PyCapsule_GetPointer(self, "pyjax.segment");
+  if (!I) return NULL;
+  if (nargs != {nin}) {{
+    PyErr_SetString(PyExc_TypeError, "pyjax native segment: expected {nin} arguments");
+    return NULL;
+  }}
+  void *B[{max(nin + nout + ncon, 1)}];
+  PyObject *tmp[{max(nin, 1)}];
+  PyObject *outs[{max(nout, 1)}];
+  int ntmp = 0, nouts = 0;
+  for (int i = 0; i < {nin}; i++) {{
+    PyObject *a = args[i];
+    if (!pj_ok(I, a, i, pj_nd_{s}[i], pj_dims_{s} + pj_doff_{s}[i])) {{
+      PyObject *c = PyObject_CallFunctionObjArgs(I->normalize, a, I->index[i], NULL);
+      if (!c) goto fail;
+      tmp[ntmp++] = c;
+      if (!pj_ok(I, c, i, pj_nd_{s}[i], pj_dims_{s} + pj_doff_{s}[i])) {{
+        PyErr_SetString(PyExc_TypeError, "pyjax native segment: argument of the wrong shape or dtype");
+        goto fail;
+      }}
+      a = c;
+    }}
+    B[i] = ((pj_array *)a)->data;
+  }}
+  for (int j = 0; j < {nout}; j++) {{
+    PyObject *o = PyObject_Call(I->empty, I->out_args[j], NULL);
+    if (!o) goto fail;
+    outs[nouts++] = o;
+    B[{nin} + j] = ((pj_array *)o)->data;
+  }}
+  for (int k = 0; k < {ncon}; k++) B[{nin + nout} + k] = I->const_ptr[k];
+  {{
+    char *A = NULL;
+    int own = 0;
+    if ({arena}) {{
+      if (__atomic_exchange_n(&I->arena_busy, 1, __ATOMIC_ACQUIRE) == 0) A = I->arena;
+      else {{ A = (char *)aligned_alloc(64, {(arena + 63) // 64 * 64}); own = 1;
+             if (!A) {{ PyErr_NoMemory(); goto fail; }} }}
+    }}
+    if ({heavy}) {{
+      void *ts = PyEval_SaveThread();
+      pyjax_run_{s}(B, A);
+      PyEval_RestoreThread(ts);
+    }} else {{
+      pyjax_run_{s}(B, A);
+    }}
+    if ({arena}) {{
+      if (own) free(A); else __atomic_store_n(&I->arena_busy, 0, __ATOMIC_RELEASE);
+    }}
+  }}
+  for (int i = 0; i < ntmp; i++) Py_DecRef(tmp[i]);
+  {{
+    PyObject *res = PyList_New({nout});
+    if (!res) {{ ntmp = 0; goto fail; }}
+    for (int j = 0; j < {nout}; j++) PyList_SetItem(res, j, outs[j]);
+    return res;
+  }}
+fail:
+  for (int i = 0; i < ntmp; i++) Py_DecRef(tmp[i]);
+  for (int j = 0; j < nouts; j++) Py_DecRef(outs[j]);
+  return NULL;
+}}""")
+  return "\n".join(out) + "\n"
+
+
+_MAKE = r"""
+PyObject *pyjax_make(int seg, PyObject *spec) {
+  if (seg < 0 || seg >= PJ_NSEG) { PyErr_SetString(PyExc_TypeError, "bad segment"); return NULL; }
+  pj_inst *I = (pj_inst *)calloc(1, sizeof(pj_inst));
+  if (!I) return PyErr_NoMemory();
+  I->empty = PyTuple_GetItem(spec, 0); Py_IncRef(I->empty);
+  I->normalize = PyTuple_GetItem(spec, 1); Py_IncRef(I->normalize);
+  I->ndarray = PyTuple_GetItem(spec, 2); Py_IncRef(I->ndarray);
+  PyObject *typenums = PyTuple_GetItem(spec, 3), *out_args = PyTuple_GetItem(spec, 4);
+  PyObject *consts = PyTuple_GetItem(spec, 5), *blas = PyTuple_GetItem(spec, 6);
+  I->nin = (int)PyTuple_Size(typenums);
+  I->nout = (int)PyTuple_Size(out_args);
+  I->nconst = (int)PyTuple_Size(consts);
+  I->in_typenum = (int *)calloc(I->nin + 1, sizeof(int));
+  I->index = (PyObject **)calloc(I->nin + 1, sizeof(PyObject *));
+  I->out_args = (PyObject **)calloc(I->nout + 1, sizeof(PyObject *));
+  I->consts = (PyObject **)calloc(I->nconst + 1, sizeof(PyObject *));
+  I->const_ptr = (void **)calloc(I->nconst + 1, sizeof(void *));
+  for (int i = 0; i < I->nin; i++) {
+    I->in_typenum[i] = (int)PyLong_AsLong(PyTuple_GetItem(typenums, i));
+    I->index[i] = PyLong_FromLong(i);
+  }
+  for (int i = 0; i < I->nout; i++) { I->out_args[i] = PyTuple_GetItem(out_args, i); Py_IncRef(I->out_args[i]); }
+  for (int i = 0; i < I->nconst; i++) {
+    I->consts[i] = PyTuple_GetItem(consts, i); Py_IncRef(I->consts[i]);
+    I->const_ptr[i] = ((pj_array *)I->consts[i])->data;
+  }
+  if (PyTuple_Size(spec) > 7) {
+    void *par = PyLong_AsVoidPtr(PyTuple_GetItem(spec, 7));
+    if (par) pj_parallel_for = (pj_parallel_for_t)par;
+  }
+  if (PyTuple_Size(blas) >= 2) {
+    void *s = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 0));
+    void *d = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 1));
+    if (s) pj_sgemm = (pj_gemm_s)s;
+    if (d) pj_dgemm = (pj_gemm_d)d;
+  }
+  if (PyTuple_Size(blas) >= 4) {
+    void *st = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 2));
+    void *gt = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 3));
+    if (st && gt) { pj_blas_set_threads = (void (*)(int))st; pj_blas_get_threads = (int (*)(void))gt; }
+  }
+  I->arena_size = pj_arena_sizes[seg];
+  if (I->arena_size) {
+    I->arena = (char *)aligned_alloc(64, (I->arena_size + 63) / 64 * 64);
+    if (!I->arena) { free(I); return PyErr_NoMemory(); }
+  }
+  if (PyErr_Occurred()) { return NULL; }
+  PyObject *cap = PyCapsule_New(I, "pyjax.segment", pj_inst_free);
+  if (!cap) return NULL;
+  PyObject *fn = PyCFunction_NewEx(&pj_defs[seg], cap, NULL);
+  Py_DecRef(cap);
+  return fn;
+}
+
+void pyjax_set_blas(void *s, void *d) { pj_sgemm = (pj_gemm_s)s; pj_dgemm = (pj_gemm_d)d; }
+"""
+
+
+def module_source(fusion, steps, have_float16, mvec, python_abi=True):
+  """(C source, kernel count) of the executable's translation unit."""
+  segs = [s for s in steps if isinstance(s, plan_mod.Segment)]
+  parts = [L.prelude(have_float16, mvec), _RUNTIME_DECL]
+  parts.append(_PYABI if python_abi else _BLAS_ONLY)
+  parts.append(dot_mod.GEMM_HELPERS)
+  kernels = {}
+  nk = 0
+  for seg in segs:
+    root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
+    for g in seg.groups:
+      if g.kind == "loop":
+        name = f"pj_k{g.id}"
+        src, params = codegen_c.kernel_source(fusion, g, root, name)
+        parts.append(src)
+        kernels[g] = (name, params)
+        nk += 1
+      else:
+        nk += 1
+  for seg in segs:
+    src = _segment_c(fusion, seg, kernels)
+    if not python_abi:
+      src = src[:src.index("static const int pj_nd_")]
+    parts.append(src)
+  if python_abi:
+    n = len(segs)
+    parts.append(f"#define PJ_NSEG {n}")
+    parts.append(f"static const size_t pj_arena_sizes[{max(n, 1)}] = "
+                 f"{{{', '.join(str(s.arena_size) for s in segs) or '0'}}};")
+    defs = ", ".join(f'{{"pyjax_segment_{s.index}", (PyCFunction)(void (*)(void))pj_call_{s.index}, '
+                     f'PJ_METH_FASTCALL, NULL}}' for s in segs)
+    parts.append(f"static PyMethodDef pj_defs[{max(n, 1)}] = {{{defs or '{0}'}}};")
+    parts.append(_MAKE)
+  return "\n".join(parts), nk
+
+
+_RUNTIME_DECL = r"""
+typedef void (*pj_task_t)(void *, int64_t, int64_t);
+typedef void (*pj_parallel_for_t)(pj_task_t, void *, int64_t, int64_t);
+static pj_parallel_for_t pj_parallel_for;
+void pyjax_set_runtime(void *p) { pj_parallel_for = (pj_parallel_for_t)p; }
+"""
+
+_BLAS_ONLY = r"""
+typedef void (*pj_gemm_s)(char *, char *, int *, int *, int *, float *, float *, int *,
+                          float *, int *, float *, float *, int *);
+typedef void (*pj_gemm_d)(char *, char *, int *, int *, int *, double *, double *, int *,
+                          double *, int *, double *, double *, int *);
+static pj_gemm_s pj_sgemm;
+static pj_gemm_d pj_dgemm;
+static void (*pj_blas_set_threads)(int);
+static int (*pj_blas_get_threads)(void);
+void pyjax_set_blas(void *s, void *d) { pj_sgemm = (pj_gemm_s)s; pj_dgemm = (pj_gemm_d)d; }
+"""
+
+_ = np

@@ -1,0 +1,941 @@
+"""C code generation for fused loop groups.
+
+A loop group becomes one C function (a *kernel*) over the group's full index space:
+
+- *map* kernels (no reductions): dimensions that every access walks contiguously are
+  coalesced; the outer dimensions become one ``#pragma omp parallel for`` loop (above a
+  work threshold) and the innermost one a ``#pragma omp simd`` loop;
+- *row* kernels: a parallel loop over the kept dimensions; inside, one loop over the
+  reduced dimensions per phase (reductions that depend on earlier reductions come later),
+  then the full-size outputs, then the reduced-size outputs;
+- *column* kernels: a parallel loop over (leading kept dims x tiles of the trailing kept
+  dims); the reduced dimensions outside, the tile (``#pragma omp simd``) inside, so the
+  reduction streams through memory; then the epilogue over the tile.
+
+Floating-point sums and products follow XLA's CPU order (windows of 32 along each reduced
+dimension, padded evenly at both ends, reduced sequentially, then the grid of partial
+results the same way; see ``eager_reductions._arith_reduce``), so they match JAX and the
+NumPy backend bit for bit.  Other reductions (max/min/integer/logical) are order-free and
+use vector lanes.
+
+Values are generated on demand from the expression DAG (members and inline nodes of the
+group); every value is declared at the shallowest loop depth its indices allow
+(loop-invariant hoisting), and memoized per (value, index) within its block.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pyjax._src.backends.cpu.compiler import fusion as F
+from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler.ir import Lit, Value
+
+PAR_THRESHOLD = 1 << 15     # parallelize loops doing at least this much work
+XLA_WINDOW = 32
+COL_TILE = 256
+
+
+def _strides(shape):
+  s, acc = [], 1
+  for d in reversed(shape):
+    s.append(acc)
+    acc *= d
+  return tuple(reversed(s))
+
+
+class _Block:
+  __slots__ = ("lines", "depth", "id", "head")
+  _ids = [0]
+
+  def __init__(self, depth, head=()):
+    self.lines = []
+    self.depth = depth
+    self.head = [h for h in head if h]
+    _Block._ids[0] += 1
+    self.id = _Block._ids[0]
+
+
+class KernelGen:
+  """Generates the C function of one loop group."""
+
+  def __init__(self, fusion, group, slot_root, name):
+    self.fu = fusion
+    self.g = group
+    self.name = name
+    self.r = group.rank
+    self.shape = group.full_shape
+    self.members = set(group.members)
+    self.slot_root = slot_root         # value -> storage root value
+    self.params = []                   # root values in parameter order
+    self.pnames = {}
+    self.blocks = [_Block(0)]
+    self.memo = {}
+    self.dimexpr = {}                  # dim -> (c expr, depth)
+    self.groups = None                 # coalesced dim groups: [(dims, cname, depth)]
+    self.counter = 0
+    self.collect = None                # set of leaf forms while collecting
+    self.work = 0
+    self.rowbufs = {}                  # (value id, forms) -> row buffer of an earlier phase
+    self.heap_rows = []                # row buffers to free at the end of the row
+
+  # -- names ---------------------------------------------------------------------------
+  def fresh(self, p="v"):
+    self.counter += 1
+    return f"{p}{self.counter}"
+
+  def ptr(self, v):
+    rv = self.slot_root(v)
+    name = self.pnames.get(rv)
+    if name is None:
+      name = f"p{len(self.params)}"
+      self.params.append(rv)
+      self.pnames[rv] = name
+    return name
+
+  # -- blocks ----------------------------------------------------------------------------
+  @property
+  def depth(self):
+    return len(self.blocks) - 1
+
+  def line(self, s, depth=None):
+    d = self.depth if depth is None else depth
+    self.blocks[d].lines.append(s)
+
+  def open(self, *head):
+    """Open a loop body; ``head`` (pragma and ``for (...) {``) is written to the parent
+    block when the body closes, after anything hoisted into the parent meanwhile."""
+    b = _Block(len(self.blocks), head)
+    self.blocks.append(b)
+    return b
+
+  def close(self):
+    b = self.blocks.pop()
+    dead = [k for k, (_, blk, _) in self.memo.items() if blk is b]
+    for k in dead:
+      del self.memo[k]
+    parent = self.blocks[-1]
+    parent.lines.extend(b.head)
+    parent.lines.extend("  " + ln for ln in b.lines)
+    parent.lines.append("}")
+
+  def lookup(self, key):
+    hit = self.memo.get(key)
+    if hit is None:
+      return None
+    name, blk, depth = hit
+    if depth < len(self.blocks) and self.blocks[depth] is blk:
+      return name, depth
+    return None
+
+  def declare(self, key, ctype, expr, depth):
+    name = self.fresh()
+    self.line(f"const {ctype} {name} = {expr};", depth)
+    self.memo[key] = (name, self.blocks[depth], depth)
+    return name, depth
+
+  # -- forms -----------------------------------------------------------------------------
+  def form_c(self, f):
+    """(C expression, depth) of the affine form ``f``."""
+    if self.collect is not None:
+      self.collect.add(f)
+    terms = [str(f[0])] if f[0] else []
+    depth = 0
+    if self.groups is not None:
+      for dims, cname, dep in self.groups:
+        last = dims[-1]
+        c = f[1 + last]
+        if c:
+          terms.append(f"{c}*{cname}" if c != 1 else cname)
+          depth = max(depth, dep)
+    else:
+      for k, c in enumerate(f[1:]):
+        if c and self.shape[k] != 1:
+          e, dep = self.dimexpr[k]
+          terms.append(f"{c}*{e}" if c != 1 else e)
+          depth = max(depth, dep)
+    if not terms:
+      return "0", 0
+    return "(" + " + ".join(terms) + ")", depth
+
+  def offset_form(self, v, forms):
+    st = _strides(v.shape)
+    acc = F.zero_form(self.r)
+    for f, s, d in zip(forms, st, v.shape):
+      if d != 1:
+        acc = F.form_add(acc, F.form_scale(f, s))
+    return acc
+
+  # -- values ----------------------------------------------------------------------------
+  def value(self, x, forms):
+    """(C expression in compute type, depth) of value ``x`` read at ``forms``."""
+    if type(x) is Lit:
+      return L.literal(x.value, x.dtype), 0
+    key = (x.id, forms)
+    hit = self.lookup(key)
+    if hit is not None:
+      return hit
+    rb = self.rowbufs.get(key)
+    if rb is not None:   # computed by an earlier phase of this row: read it back
+      buf, inner, st = rb
+      if all(self.dimexpr.get(k, ("", 0))[1] > 1 for k in inner):
+        lin = " + ".join(f"{s_}*{self.dimexpr[k][0]}" if s_ != 1 else self.dimexpr[k][0]
+                         for s_, k in zip(st, inner))
+        depth = max(self.dimexpr[k][1] for k in inner)
+        return self.declare(key, L.compute_type(x.dtype), f"{buf}[{lin}]", depth)
+    p = x.producer
+    if p is not None and p in self.members:
+      kind = self.fu.kind[p]
+      if kind == F.REDUCE:
+        raise AssertionError(f"reduction {p} used before its phase")
+      return self._compute(p, x, forms, key)
+    if p is not None and p in self.fu.inline:
+      return self._compute(p, x, forms, key)
+    return self._load(x, self.offset_form(x, forms), key)
+
+  def _load(self, x, off_form, key):
+    off, depth = self.form_c(off_form)
+    expr = L.load(x.dtype, f"{self.ptr(x)}[{off}]")
+    return self.declare(key, L.compute_type(x.dtype), expr, depth)
+
+  def _compute(self, p, x, forms, key):
+    kind = self.fu.kind[p]
+    if kind == F.LAYOUT:
+      if p.prim == "iota":
+        dim = p.params["dimension"]
+        e, depth = self.form_c(forms[dim]) if x.shape[dim] != 1 else ("0", 0)
+        expr = L.convert_expr(np.dtype(np.int64), x.dtype, f"((int64_t){e})")
+        return self.declare(key, L.compute_type(x.dtype), expr, depth)
+      acc = F.layout_operand_access(p, forms, self.r)
+      y = p.ins[0]
+      if acc[0] == "idx":
+        return self.value(y, acc[1])
+      if type(y) is Lit:
+        return L.literal(y.value, y.dtype), 0
+      return self._load(y, acc[1], ("lin", y.id, acc[1]))
+    args, depth = [], 0
+    for y in p.ins:
+      yf = F.elementwise_operand_forms(x.shape, y.shape, forms) if type(y) is Value else ()
+      e, d = self.value(y, yf)
+      args.append(e)
+      depth = max(depth, d)
+    expr = L.lower(p, args)
+    self.work += 8 if F.expensive(p) else 1
+    return self.declare(key, L.compute_type(x.dtype), expr, depth)
+
+  def store(self, v, forms, expr_depth):
+    expr, d = expr_depth
+    off, od = self.form_c(self.offset_form(v, forms))
+    self.line(f"{self.ptr(v)}[{off}] = {L.store(v.dtype, expr)};", max(d, od))
+
+  # -- generation --------------------------------------------------------------------------
+  def _set_parallel(self, n, work_per_iter):
+    """The range function's parallel loop has ``n`` iterations of about
+    ``work_per_iter`` operations; parallel when the total is worth a thread hand-off."""
+    self.par_n = n
+    self.par = n > 1 and n * work_per_iter >= PAR_THRESHOLD
+    self.grain = max(1, -(-(PAR_THRESHOLD // 2) // max(work_per_iter, 1)))
+
+  def generate(self):
+    self.par_n, self.par, self.grain = 1, False, 1
+    kind = self.g.form_kind
+    if kind == "map":
+      body = self._map()
+    elif kind == "row":
+      body = self._row()
+    else:
+      body = self._col()
+    outs = set(self.g.outputs)
+    decls = ["void *const *P = (void *const *)ctx;", "(void)P; (void)lo; (void)hi;"]
+    for i, rv in enumerate(self.params):
+      t = L.storage_type(rv.dtype)
+      const = "" if rv in outs else "const "
+      decls.append(f"{const}{t} *restrict {self.pnames[rv]} = ({const}{t} *)P[{i}];")
+    src = [f"static void {self.name}_range(void *ctx, int64_t lo, int64_t hi) {{"]
+    src += ["  " + ln for ln in decls + body]
+    src.append("}")
+    src.append(f"static void {self.name}(void *const *P) {{")
+    if self.par:
+      src.append(f"  if (pj_parallel_for) pj_parallel_for({self.name}_range, (void *)P, "
+                 f"{self.par_n}, {self.grain});")
+      src.append(f"  else {self.name}_range((void *)P, 0, {self.par_n});")
+    else:
+      src.append(f"  {self.name}_range((void *)P, 0, {self.par_n});")
+    src.append("}")
+    return "\n".join(src) + "\n"
+
+  def _out_forms(self, m):
+    return next(iter(self.g.forms[m]))
+
+  def _outputs(self):
+    return [(v, v.producer) for v in self.g.outputs]
+
+  # map kernels ---------------------------------------------------------------------------
+  def _leaf_forms(self, emit):
+    """Run ``emit`` in collect mode: the set of forms of every memory access."""
+    saved = (self.blocks, self.memo, self.counter, self.params[:], dict(self.pnames))
+    self.blocks = [_Block(0)]
+    self.memo = {}
+    self.collect = set()
+    self.dimexpr = {k: (f"i{k}", 0) for k in range(self.r)}
+    self.groups = None
+    emit()
+    forms = self.collect
+    work = self.work
+    self.collect = None
+    self.blocks, self.memo, self.counter, params, pnames = saved
+    self.params[:] = params
+    self.pnames.clear()
+    self.pnames.update(pnames)
+    self.work = 0
+    return forms, work
+
+  def _coalesce(self, dims, forms):
+    """Group consecutive ``dims`` (extents > 1) that every form walks as one."""
+    dims = [d for d in dims if self.shape[d] != 1]
+    groups = []
+    for d in dims:
+      if groups:
+        prev = groups[-1][-1]
+        ok = all(f[1 + prev] == f[1 + d] * self.shape[d] for f in forms)
+        if ok:
+          groups[-1].append(d)
+          continue
+      groups.append([d])
+    return groups
+
+  def _emit_map_body(self):
+    for v, m in self._outputs():
+      forms = self._out_forms(m)
+      self.store(v, forms, self.value(v, forms))
+
+  def _map(self):
+    forms, op_work = self._leaf_forms(self._emit_map_body)
+    groups = self._coalesce(range(self.r), forms)
+    total = math.prod(self.shape)
+    ext = [math.prod(self.shape[d] for d in grp) for grp in groups]
+    if not groups:
+      self.groups = []
+      self._emit_map_body()
+      return self.close_all()
+    work = total * max(op_work, 1)
+    if len(groups) == 1:
+      self.groups = [(groups[0], "m0", 1)]
+      self._set_parallel(ext[0], max(op_work, 1))
+      return self._loop_nest([("m0", None, "#pragma omp simd")], self._emit_map_body)
+    outer = ext[:-1]
+    n_outer = math.prod(outer)
+    inner_name = f"m{len(groups) - 1}"
+    self.groups = [(grp, f"m{i}", 1) for i, grp in enumerate(groups[:-1])]
+    self.groups.append((groups[-1], inner_name, 2))
+    decomp = self._decompose("o", [(f"m{i}", e) for i, e in enumerate(outer)])
+    self._set_parallel(n_outer, max(work // max(n_outer, 1), 1))
+    return self._loop_nest([("o", None, None, decomp), (inner_name, ext[-1], "#pragma omp simd")],
+                           self._emit_map_body)
+
+  def _decompose(self, lin, pairs):
+    """Lines defining each (name, extent) from the row-major linear index ``lin``."""
+    if len(pairs) == 1:
+      return [f"const int64_t {pairs[0][0]} = {lin};"]
+    lines = []
+    stride = 1
+    for name, e in reversed(pairs):
+      if stride == 1:
+        lines.append(f"const int64_t {name} = {lin} % {e};")
+      else:
+        lines.append(f"const int64_t {name} = ({lin} / {stride}) % {e};")
+      stride *= e
+    return lines
+
+  def _loop_nest(self, loops, body):
+    """Nested loops [(var, extent, pragma[, prologue lines])] around ``body()``."""
+    for spec in loops:
+      var, e, pragma = spec[:3]
+      pro = spec[3] if len(spec) > 3 else []
+      if e is None:  # the parallel loop: [lo, hi) of the range function
+        self.open(pragma, f"for (int64_t {var} = lo; {var} < hi; {var}++) {{")
+      else:
+        self.open(pragma, f"for (int64_t {var} = 0; {var} < {e}; {var}++) {{")
+      for ln in pro:
+        self.line(ln)
+    body()
+    return self.close_all()
+
+  def close_all(self):
+    while len(self.blocks) > 1:
+      self.close()
+    return self.blocks[0].lines
+
+  def _nested(self, spec_list, body):
+    """Emit nested loops (each spec: (header line, [prologue], pragma or None)) and
+    ``body`` inside; lines are appended to the current block."""
+    depth0 = self.depth
+    for header, pro, pragma in spec_list:
+      self.open(pragma, header + " {")
+      for ln in pro:
+        self.line(ln)
+    body()
+    while self.depth > depth0:
+      self.close()
+
+  # row kernels ---------------------------------------------------------------------------
+  def _phases(self):
+    """Reductions by phase, and the phase of every member (0 = before any reduction)."""
+    g = self.g
+    phase = {}
+    members = self.members
+
+    def dep_phase(x, seen):
+      if type(x) is not Value:
+        return 0
+      p = x.producer
+      if p is None or x in seen:
+        return 0
+      seen.add(x)
+      if p in members:
+        if self.fu.kind[p] == F.REDUCE:
+          return node_phase(p)
+        return max([dep_phase(y, seen) for y in p.ins] + [0])
+      if p in self.fu.inline:
+        return max([dep_phase(y, seen) for y in p.ins] + [0])
+      return 0
+
+    def node_phase(n):
+      if n in phase:
+        return phase[n]
+      ph = max([dep_phase(y, set()) for y in n.ins] + [0])
+      if self.fu.kind[n] == F.REDUCE:
+        ph += 1
+      phase[n] = ph
+      return ph
+    for m in g.members:
+      node_phase(m)
+    return phase
+
+  def _red_info(self, n):
+    x = n.ins[0]
+    return x, x.dtype
+
+  def _row(self):
+    g = self.g
+    red = list(g.axes)
+    kept = g.kept()
+    for k in kept:
+      self.dimexpr[k] = (f"i{k}", 1)
+    phase = self._phases()
+    reductions = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    nphase = max([phase[m] for m in reductions] + [0])
+    n_outer = math.prod(self.shape[k] for k in kept)
+    n_red = math.prod(self.shape[k] for k in red)
+    red_set = set(red)
+    full_outs, outer_outs = [], []
+    for v, m in self._outputs():
+      fvars = F.form_vars(self._out_forms(m))
+      (full_outs if fvars & red_set else outer_outs).append((v, m))
+    # which loop writes each full-size output
+    out_phase = {}
+    for v, m in full_outs:
+      ph = phase[m] if self.fu.kind[m] != F.REDUCE else phase[m]
+      out_phase[v] = ph + 1 if ph < nphase else nphase + 1
+    kept_pairs = [(f"i{k}", self.shape[k]) for k in kept]
+    decomp = self._decompose("o", kept_pairs) if kept_pairs else []
+    self._set_parallel(n_outer if kept else 1, max(n_red, 1) * (nphase + 1) * 2)
+    self.open(None, "for (int64_t o = lo; o < hi; o++) {")
+    for ln in decomp:
+      self.line(ln)
+    for ph in range(1, nphase + 2):
+      reds = [m for m in reductions if phase[m] == ph]
+      outs = [(v, v.producer) for v, _ in full_outs if out_phase[v] == ph]
+      if not reds and not outs:
+        continue
+      self._phase_loop(red, reds, outs)
+    for v, m in outer_outs:
+      forms = self._out_forms(m)
+      self.store(v, forms, self.value(v, forms))
+    for b in self.heap_rows:
+      self.line(f"free({b});")
+    self.close()
+    return self.close_all()
+
+  def _full_forms(self):
+    return tuple(F.var_form(self.r, k) if self.shape[k] != 1 else F.zero_form(self.r)
+                 for k in range(self.r))
+
+  def _phase_loop(self, red, reds, outs):
+    """The loops of one phase: ordered float sums/products (XLA's order, with any
+    order-free reductions), arg reductions (sequential) and the rest (vector lanes)."""
+    ordered = [m for m in reds if m.prim in F.ORDERED_REDUCTIONS and L.is_float(m.ins[0].dtype)]
+    args = [m for m in reds if m.prim in ("argmax", "argmin")]
+    rest = [m for m in reds if m not in ordered and m not in args]
+    loops = []
+    if ordered:
+      inner = [k for k in red if self.shape[k] != 1]
+      if 0 < len(inner) <= 8:
+        loops.append(("tree", ordered))
+      else:
+        loops.append(("xla", ordered + rest))
+        rest = []
+    if args:
+      loops.append(("seq", args + rest))
+      rest = []
+    if rest:
+      loops.append(("lanes", rest))
+    if not loops:
+      loops.append(("seq", []))
+    for i, (mode, ms) in enumerate(loops):
+      self._one_loop(red, ms, outs if i == 0 else [], mode)
+
+  def _one_loop(self, red, reds, outs, mode):
+    full = self._full_forms()
+    accs = {m: self.fresh("acc") for m in reds}
+    for m in reds:
+      self._init_acc(m, accs[m])
+
+    def element(names=None):
+      names = accs if names is None else names
+      for m in reds:
+        self._accumulate(m, names[m], full)
+      for v, m in outs:
+        forms = self._out_forms(m)
+        self.store(v, forms, self.value(v, forms))
+
+    inner = [k for k in red if self.shape[k] != 1]
+    for k in red:
+      if self.shape[k] == 1:
+        self.dimexpr[k] = ("0", 0)
+    if mode == "tree":
+      self._tree_loop(inner, reds, accs, outs, full)
+    elif mode == "xla":
+      self._xla_loops(inner, reds, accs, element)
+    elif mode == "lanes" and inner and self.shape[inner[-1]] >= 32 and not outs:
+      self._lane_loops(inner, reds, accs, full)
+    else:
+      specs = []
+      for j, k in enumerate(inner):
+        pragma = "#pragma omp simd" if (not reds and j == len(inner) - 1) else None
+        specs.append((f"for (int64_t i{k} = 0; i{k} < {self.shape[k]}; i{k}++)", [], pragma))
+        self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
+      self._nested(specs, element)
+    for m in reds:
+      self._finish_acc(m, accs[m])
+
+  def _init_acc(self, m, acc):
+    x = m.ins[0]
+    ct = L.compute_type(x.dtype)
+    self.line(f"{ct} {acc} = {L.identity_literal(m.prim, x.dtype)};")
+    if m.prim in ("argmax", "argmin"):
+      self.line(f"int64_t {acc}_i = 0;")
+
+  def _accumulate(self, m, acc, full, lane=None):
+    x = m.ins[0]
+    e, _ = self.value(x, full)
+    a = acc if lane is None else f"{acc}_l[{lane}]"
+    if m.prim in ("argmax", "argmin"):
+      axis = m.params["axes"][0]
+      idx, _ = self.form_c(full[axis]) if self.shape[axis] != 1 else ("0", 0)
+      op = ">" if m.prim == "argmax" else "<"
+      if L.is_float(x.dtype):
+        cond = f"!({a} != {a}) && ({e} {op} {a} || {e} != {e})"
+      else:
+        cond = f"{e} {op} {a}"
+      self.line(f"if ({cond}) {{ {a} = {e}; {acc}_i = {idx}; }}")
+      return
+    self.line(f"{a} = {L.combine(m.prim, x.dtype, a, e)};")
+
+  def _finish_acc(self, m, acc):
+    """Define the reduction's result (memoized at the current depth)."""
+    x = m.ins[0]
+    v = m.out
+    forms = self._out_forms(m)
+    if m.prim in ("argmax", "argmin"):
+      expr = f"(({L.compute_type(v.dtype)}){acc}_i)"
+    elif m.prim == "reduce_sum" and L.is_float(x.dtype):
+      zero = "0.0" if x.dtype == L.F64 else "0.0f"
+      expr = L.round_to(x.dtype, f"({acc} + {zero})")  # XLA's fold starts from +0
+    else:
+      expr = acc
+    self.declare((v.id, forms), L.compute_type(v.dtype), expr, self.depth)
+
+  def _lane_loops(self, inner, reds, accs, full):
+    """Order-free reductions: the innermost dimension split into vector lanes.  Float
+    max/min accumulate integer keys (the float's bits made sign-magnitude ordered, so -0 <
+    +0 and one integer max per element) plus a NaN flag: no long dependency chains."""
+    outer_dims, last = inner[:-1], inner[-1]
+    n = self.shape[last]
+    lanes = 8
+    while lanes < 64 and lanes * 4 <= n:
+      lanes *= 2
+    specs = []
+    for j, k in enumerate(outer_dims):
+      specs.append((f"for (int64_t i{k} = 0; i{k} < {self.shape[k]}; i{k}++)", [], None))
+      self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
+    keyed = {m for m in reds if m.prim in ("reduce_max", "reduce_min") and L.is_float(m.ins[0].dtype)}
+
+    def ktype(m):
+      return "int64_t" if m.ins[0].dtype == L.F64 else "int32_t"
+
+    def key_ident(m):
+      d = m.ins[0].dtype
+      big = d == L.F64
+      v = np.array(-np.inf if m.prim == "reduce_max" else np.inf, np.float64 if big else np.float32)
+      u = int(v.view(np.int64 if big else np.int32))
+      mask = (1 << (63 if big else 31)) - 1
+      k = u ^ (mask if u < 0 else 0)
+      return f"(({ktype(m)}){k}LL)"
+
+    def acc_elem(m, a_k, a_n, lane):
+      """Accumulate one element into key/NaN accumulators (or the plain accumulator)."""
+      x = m.ins[0]
+      if m not in keyed:
+        self._accumulate(m, accs[m], full, lane=lane)
+        return
+      e, _ = self.value(x, full)
+      kt = ktype(m)
+      bits = 63 if kt == "int64_t" else 31
+      ft = "double" if kt == "int64_t" else "float"
+      u = self.fresh("u")
+      self.line(f"{kt} {u}; {{ const {ft} pj_v_ = {e}; memcpy(&{u}, &pj_v_, sizeof({u})); }}")
+      mask = "0x7FFFFFFFFFFFFFFFLL" if kt == "int64_t" else "0x7FFFFFFF"
+      self.line(f"{u} ^= (({u} >> {bits}) & {mask});")
+      op = ">" if m.prim == "reduce_max" else "<"
+      self.line(f"{a_k} = {u} {op} {a_k} ? {u} : {a_k};")
+      self.line(f"{a_n} |= ({e} != {e});")
+
+    def body():
+      for m in reds:
+        x = m.ins[0]
+        if m in keyed:
+          kt = ktype(m)
+          self.line(f"{kt} {accs[m]}_k[{lanes}], {accs[m]}_n[{lanes}];")
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {accs[m]}_k[pj_l] = "
+                    f"{key_ident(m)}; {accs[m]}_n[pj_l] = 0; }}")
+          self.line(f"{kt} {accs[m]}_k0 = {key_ident(m)}, {accs[m]}_n0 = 0;")
+        else:
+          ct = L.compute_type(x.dtype)
+          ident = L.identity_literal(m.prim, x.dtype)
+          self.line(f"{ct} {accs[m]}_l[{lanes}];")
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {accs[m]}_l[pj_l] = {ident};")
+      jv = self.fresh("jv")
+      self.line(f"int64_t {jv} = 0;")
+      self.open(None, f"for (; {jv} + {lanes} <= {n}; {jv} += {lanes}) {{")
+      self.open("#pragma omp simd", f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{")
+      self.line(f"const int64_t i{last} = {jv} + pj_l;")
+      self.dimexpr[last] = (f"i{last}", self.depth)
+      for m in reds:
+        acc_elem(m, f"{accs[m]}_k[pj_l]", f"{accs[m]}_n[pj_l]", "pj_l")
+      self._close_into()
+      self._close_into()
+      self.open(None, f"for (int64_t i{last} = {jv}; i{last} < {n}; i{last}++) {{")
+      self.dimexpr[last] = (f"i{last}", self.depth)
+      for m in reds:
+        acc_elem(m, f"{accs[m]}_k0", f"{accs[m]}_n0", None)
+      self._close_into()
+      for m in reds:
+        x = m.ins[0]
+        if m in keyed:
+          kt = ktype(m)
+          bits = 63 if kt == "int64_t" else 31
+          ft = "double" if kt == "int64_t" else "float"
+          op = ">" if m.prim == "reduce_max" else "<"
+          a = accs[m]
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {a}_k0 = {a}_k[pj_l] {op} "
+                    f"{a}_k0 ? {a}_k[pj_l] : {a}_k0; {a}_n0 |= {a}_n[pj_l]; }}")
+          mask = "0x7FFFFFFFFFFFFFFFLL" if kt == "int64_t" else "0x7FFFFFFF"
+          self.line(f"{{ {kt} pj_u_ = {a}_k0 ^ (({a}_k0 >> {bits}) & {mask}); {ft} pj_f_; "
+                    f"memcpy(&pj_f_, &pj_u_, sizeof(pj_f_)); pj_f_ = {a}_n0 ? ({ft})NAN : pj_f_; "
+                    f"{a} = {L.combine(m.prim, x.dtype, a, 'pj_f_')}; }}")
+          if L.is_half(x.dtype):
+            pass  # the keys of half values decode to the same (representable) float
+        else:
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {accs[m]} = "
+                    f"{L.combine(m.prim, x.dtype, accs[m], accs[m] + '_l[pj_l]')};")
+    self._nested(specs, body)
+
+  def _close_into(self):
+    self.close()
+
+  def _xla_levels(self, dims):
+    """XLA's CPU tree reduction of the reduced ``dims``: per split level, (window,
+    grid, pad) per dimension, finest first."""
+    sizes = [self.shape[k] for k in dims]
+    levels = []
+    while any(s > XLA_WINDOW for s in sizes):
+      wins = [XLA_WINDOW if s > XLA_WINDOW else s for s in sizes]
+      grid = [-(-s // w) for s, w in zip(sizes, wins)]
+      pads = [(gq * w - s) // 2 for s, w, gq in zip(sizes, wins, grid)]
+      levels.append((sizes, wins, grid, pads))
+      sizes = grid
+    return levels, sizes
+
+  def _tree_loop(self, inner, reds, accs, outs, full):
+    """Ordered float sums/products over the reduced dimensions ``inner`` of a row: the
+    operand is computed into a row buffer by a vectorized loop (or read in place when it is
+    a contiguous input row), then reduced in XLA's order by the ``pj_tree_*`` helper."""
+    ext = [self.shape[k] for k in inner]
+    n = math.prod(ext)
+    st = _strides(ext)
+    dims = self.fresh("dims")
+    self.line(f"const int64_t {dims}[{len(inner)}] = {{{', '.join(map(str, ext))}}};")
+    bufs = {}
+    computed = []
+    for m in reds:
+      x = m.ins[0]
+      ct = L.compute_type(x.dtype)
+      direct = self._direct_row(x, inner, st, full)
+      if direct is not None:
+        bufs[m] = (direct, False)
+        continue
+      b = self.fresh("row")
+      if n <= 4096:
+        self.line(f"{ct} {b}[{n}];")
+        bufs[m] = (b, False)
+      else:
+        self.line(f"{ct} *{b} = ({ct} *)malloc(sizeof({ct}) * {n});")
+        bufs[m] = (b, False)
+        self.heap_rows.append(b)
+      computed.append(m)
+    if computed or outs:
+      specs = []
+      for j, k in enumerate(inner):
+        pragma = "#pragma omp simd" if j == len(inner) - 1 else None
+        specs.append((f"for (int64_t i{k} = 0; i{k} < {self.shape[k]}; i{k}++)", [], pragma))
+        self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
+      lin = " + ".join(f"{s_}*i{k}" if s_ != 1 else f"i{k}" for s_, k in zip(st, inner))
+
+      def body():
+        for m in computed:
+          e, _ = self.value(m.ins[0], full)
+          self.line(f"{bufs[m][0]}[{lin}] = {e};")
+        for v, mm in outs:
+          forms = self._out_forms(mm)
+          self.store(v, forms, self.value(v, forms))
+      self._nested(specs, body)
+    for m in reds:
+      b, heap = bufs[m]
+      x = m.ins[0]
+      self.line(f"{accs[m]} = {L.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
+      if m in computed and type(x) is Value:
+        self.rowbufs[(x.id, full)] = (b, inner, st)
+
+  def _direct_row(self, x, inner, st, full):
+    """A pointer to ``x``'s row when the reduction reads a materialized array whose
+    reduced dimensions are contiguous in row-major order (no copy needed), else None."""
+    if type(x) is not Value or L.is_half(x.dtype):
+      return None
+    p = x.producer
+    if p is not None and (p in self.members or p in self.fu.inline):
+      return None
+    off = self.offset_form(x, full)
+    for k, s_ in zip(inner, st):
+      if off[1 + k] != s_:
+        return None
+    base = list(off)
+    for k in inner:
+      base[1 + k] = 0
+    e, _ = self.form_c(tuple(base))
+    return f"({self.ptr(x)} + {e})"
+
+  def _xla_loops(self, dims, reds, accs, element, tile=None):
+    """Loops over ``dims`` in XLA's reduction order.  ``accs`` (the final accumulators)
+    combine the partial results of each window level; ``element()`` emits the per-element
+    code (accumulating into the level-0 accumulators, which are ``accs`` when there is no
+    split).  With ``tile`` (column kernels), accumulators are arrays over the tile."""
+    levels, top = self._xla_levels(dims)
+    nlev = len(levels)
+    # accumulator names per level: lvl[0] = elements, lvl[nlev] = final (accs)
+    lvl = []
+    for s in range(nlev):
+      lvl.append({m: self.fresh(f"a{s}_") for m in reds})
+    lvl.append(dict(accs))
+    real_accs = dict(accs)
+    # rebind the element-level accumulators
+    for m in reds:
+      accs[m] = lvl[0][m]
+
+    def ident_init(level):
+      for m in reds:
+        x = m.ins[0]
+        ident = L.identity_literal(m.prim, x.dtype)
+        if tile is None:
+          self.line(f"{L.compute_type(x.dtype)} {lvl[level][m]} = {ident};")
+          if m.prim in ("argmax", "argmin"):
+            self.line(f"int64_t {lvl[level][m]}_i = 0;")
+        else:
+          self.line(f"for (int64_t t = 0; t < tn; t++) {lvl[level][m]}[t] = {ident};")
+
+    def fold(level):
+      for m in reds:
+        x = m.ins[0]
+        a, b = lvl[level + 1][m], lvl[level][m]
+        if tile is None:
+          self.line(f"{a} = {L.combine(m.prim, x.dtype, a, b)};")
+        else:
+          self.line("#pragma omp simd")
+          self.line(f"for (int64_t t = 0; t < tn; t++) {a}[t] = "
+                    f"{L.combine(m.prim, x.dtype, a + '[t]', b + '[t]')};")
+
+    if tile is not None:
+      for s in range(nlev):
+        for m in reds:
+          self.line(f"{L.compute_type(m.ins[0].dtype)} {lvl[s][m]}[{COL_TILE}];")
+
+    # top level: row-major over the top grid; cell index names c{nlev}_{k}
+    def cell(level, k):
+      return f"c{level}_{k}" if level > 0 else f"i{k}"
+
+    def emit_level(level):
+      """Loops over the window offsets of split ``level`` (1-based) down to elements."""
+      if level == 0:
+        element()
+        return
+      sizes, wins, grid, pads = levels[level - 1]
+      ident_init(level - 1)
+      specs = []
+      for j, k in enumerate(dims):
+        w, p, size = wins[j], pads[j], sizes[j]
+        parent = cell(level, k)
+        var = cell(level - 1, k)
+        lo = f"({parent} * {w} - {p})"
+        specs.append((f"for (int64_t {var} = {lo} < 0 ? 0 : {lo}; "
+                      f"{var} < ({lo} + {w} < {size} ? {lo} + {w} : {size}); {var}++)", [], None))
+      base = self.depth
+      for j, k in enumerate(dims):
+        if level - 1 == 0:
+          self.dimexpr[k] = (f"i{k}", base + 1 + j)
+      self._nested(specs, lambda: emit_level(level - 1))
+      fold(level - 1)
+
+    specs = []
+    base = self.depth
+    for j, k in enumerate(dims):
+      var = cell(nlev, k)
+      specs.append((f"for (int64_t {var} = 0; {var} < {top[j]}; {var}++)", [], None))
+      if nlev == 0:
+        self.dimexpr[k] = (f"i{k}", base + 1 + j)
+    self._nested(specs, lambda: emit_level(nlev))
+    for m in reds:
+      accs[m] = real_accs[m]
+
+  # column kernels --------------------------------------------------------------------------
+  def _col(self):
+    g = self.g
+    red = list(g.axes)
+    pre, post = F.split_col(self.shape, red)
+    reductions = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    n_pre = math.prod(self.shape[k] for k in pre)
+    n_post = math.prod(self.shape[k] for k in post)
+    n_red = math.prod(self.shape[k] for k in red)
+    ntiles = max(-(-n_post // COL_TILE), 1)
+    for k in pre:
+      self.dimexpr[k] = (f"i{k}", 1)
+    for k in red:
+      if self.shape[k] == 1:
+        self.dimexpr[k] = ("0", 0)
+    self._set_parallel(n_pre * ntiles, max(n_red, 1) * min(n_post, COL_TILE) * 2)
+    self.open(None, "for (int64_t pt = lo; pt < hi; pt++) {")
+    self.line(f"const int64_t t0 = (pt % {ntiles}) * {COL_TILE};")
+    self.line(f"const int64_t tn = {n_post} - t0 < {COL_TILE} ? {n_post} - t0 : {COL_TILE};")
+    for ln in self._decompose(f"(pt / {ntiles})", [(f"i{k}", self.shape[k]) for k in pre]):
+      self.line(ln)
+    full = self._full_forms()
+    accs = {m: self.fresh("acc") for m in reductions}
+    for m in reductions:
+      x = m.ins[0]
+      ct = L.compute_type(x.dtype)
+      self.line(f"{ct} {accs[m]}[{COL_TILE}];")
+      self.line(f"for (int64_t t = 0; t < tn; t++) {accs[m]}[t] = "
+                f"{L.identity_literal(m.prim, x.dtype)};")
+      if m.prim in ("argmax", "argmin"):
+        self.line(f"int64_t {accs[m]}_i[{COL_TILE}];")
+        self.line(f"for (int64_t t = 0; t < tn; t++) {accs[m]}_i[t] = 0;")
+    post_pairs = [(f"i{k}", self.shape[k]) for k in post if self.shape[k] != 1]
+    for k in post:
+      if self.shape[k] == 1:
+        self.dimexpr[k] = ("0", 0)
+    inner = [k for k in red if self.shape[k] != 1]
+
+    red_set = set(red)
+    full_outs = [(v, m) for v, m in self._outputs()
+                 if F.form_vars(self._out_forms(m)) & red_set]
+    kept_outs = [(v, m) for v, m in self._outputs() if (v, m) not in full_outs]
+    pending_full = [full_outs]
+
+    def tile_element(acc_map, ms):
+      def body():
+        self.open("#pragma omp simd", "for (int64_t t = 0; t < tn; t++) {")
+        for ln in self._decompose("(t0 + t)", post_pairs):
+          self.line(ln)
+        for name, _ in post_pairs:
+          k = int(name[1:])
+          self.dimexpr[k] = (name, self.depth)
+        for m in ms:
+          x = m.ins[0]
+          e, _ = self.value(x, full)
+          a = f"{acc_map[m]}[t]"
+          if m.prim in ("argmax", "argmin"):
+            axis = m.params["axes"][0]
+            idx, _ = self.form_c(full[axis]) if self.shape[axis] != 1 else ("0", 0)
+            op = ">" if m.prim == "argmax" else "<"
+            if L.is_float(x.dtype):
+              cond = f"!({a} != {a}) && ({e} {op} {a} || {e} != {e})"
+            else:
+              cond = f"{e} {op} {a}"
+            self.line(f"if ({cond}) {{ {a} = {e}; {acc_map[m]}_i[t] = {idx}; }}")
+          else:
+            self.line(f"{a} = {L.combine(m.prim, x.dtype, a, e)};")
+        for v, m in pending_full[0]:   # full-size outputs: written by the first pass
+          forms = self._out_forms(m)
+          self.store(v, forms, self.value(v, forms))
+        self._close_into()
+      return body
+
+    def after_pass():
+      pending_full[0] = []
+
+    ordered_ms = [m for m in reductions
+                  if m.prim in F.ORDERED_REDUCTIONS and L.is_float(m.ins[0].dtype)]
+    plain_ms = [m for m in reductions if m not in ordered_ms]
+    if ordered_ms:
+      work_accs = {m: accs[m] for m in ordered_ms}
+      self._xla_loops(inner, ordered_ms, work_accs,
+                      lambda: tile_element(work_accs, ordered_ms)(), tile=True)
+      after_pass()
+    if plain_ms or not reductions:
+      specs = []
+      for j, k in enumerate(inner):
+        specs.append((f"for (int64_t i{k} = 0; i{k} < {self.shape[k]}; i{k}++)", [], None))
+        self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
+      self._nested(specs, tile_element(accs, plain_ms))
+    # epilogue over the tile
+    self.open("#pragma omp simd", "for (int64_t t = 0; t < tn; t++) {")
+    for ln in self._decompose("(t0 + t)", post_pairs):
+      self.line(ln)
+    for name, _ in post_pairs:
+      k = int(name[1:])
+      self.dimexpr[k] = (name, self.depth)
+    for m in reductions:
+      x = m.ins[0]
+      v = m.out
+      forms = self._out_forms(m)
+      if m.prim in ("argmax", "argmin"):
+        expr = f"(({L.compute_type(v.dtype)}){accs[m]}_i[t])"
+      elif m.prim == "reduce_sum" and L.is_float(x.dtype):
+        zero = "0.0" if x.dtype == L.F64 else "0.0f"
+        expr = L.round_to(x.dtype, f"({accs[m]}[t] + {zero})")
+      else:
+        expr = f"{accs[m]}[t]"
+      self.declare((v.id, forms), L.compute_type(v.dtype), expr, self.depth)
+    for v, m in kept_outs:
+      forms = self._out_forms(m)
+      self.store(v, forms, self.value(v, forms))
+    self._close_into()
+    self._close_into()
+    return self.close_all()
+
+
+def kernel_source(fusion, group, slot_root, name):
+  """(C source of the group's kernel, its parameter root values)."""
+  kg = KernelGen(fusion, group, slot_root, name)
+  src = kg.generate()
+  return src, kg.params

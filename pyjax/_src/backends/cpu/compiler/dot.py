@@ -1,0 +1,229 @@
+"""dot_general on BLAS: float32/float64 contractions call SciPy's BLAS ``sgemm``/``dgemm``
+through their function pointers (``scipy.linalg.cython_blas``), from native code, once per
+batch element.
+
+``canonicalize(program)`` makes every BLAS-able dot read operands laid out as
+``(batch..., free..., contracting...)`` or ``(batch..., contracting..., free...)`` for
+the left operand and ``(batch..., contracting..., free...)`` or
+``(batch..., free..., contracting...)`` for the right one (either orientation maps onto
+a BLAS transpose flag): other layouts get an explicit ``transpose`` in front, which fusion
+then computes from the operand's producers (so ``dot(exp(x).T, y)`` costs one fused
+kernel, not a copy).  The result is ``(batch..., lhs free..., rhs free...)``, as XLA
+lays it out.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numpy as np
+
+from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler.ir import Node, Value
+
+_INT_MAX = 2 ** 31 - 1
+
+
+def _dims(node):
+  (lc, rc), (lb, rb) = node.params["dimension_numbers"]
+  lhs, rhs = node.ins
+  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
+  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
+  return list(lc), list(rc), list(lb), list(rb), lf, rf
+
+
+def orientation(node):
+  """(lhs transposed?, rhs transposed?) for a canonical dot, or None."""
+  lc, rc, lb, rb, lf, rf = _dims(node)
+  lhs, rhs = node.ins
+  ident_l = list(range(lhs.ndim))
+  ident_r = list(range(rhs.ndim))
+  if lb + lf + lc == ident_l:
+    tl = False
+  elif lb + lc + lf == ident_l:
+    tl = True
+  else:
+    return None
+  if rb + rc + rf == ident_r:
+    tr = False
+  elif rb + rf + rc == ident_r:
+    tr = True
+  else:
+    return None
+  return tl, tr
+
+
+def blas_able(node):
+  lhs, rhs = node.ins
+  out = node.outs[0]
+  if type(lhs) is not Value or type(rhs) is not Value:
+    return False
+  d = out.dtype
+  if d not in (L.F32, L.F64) or lhs.dtype != d or rhs.dtype != d:
+    return False
+  lc, rc, lb, rb, lf, rf = _dims(node)
+  m = math.prod(lhs.shape[i] for i in lf)
+  n = math.prod(rhs.shape[i] for i in rf)
+  k = math.prod(lhs.shape[i] for i in lc)
+  return max(m, n, k) <= _INT_MAX
+
+
+def canonicalize(program):
+  """Insert transposes so that every BLAS-able dot has a canonical operand layout."""
+  new_nodes = []
+  for node in program.nodes:
+    if node.prim == "dot_general" and blas_able(node) and orientation(node) is None:
+      lc, rc, lb, rb, lf, rf = _dims(node)
+      lhs, rhs = node.ins
+      nb = len(lb)
+      ident_l = list(range(lhs.ndim))
+      if not (lb + lf + lc == ident_l or lb + lc + lf == ident_l):
+        perm = lb + lf + lc
+        t = Value(tuple(lhs.shape[i] for i in perm), lhs.dtype)
+        new_nodes.append(Node("transpose", {"permutation": tuple(perm)}, [lhs], [t]))
+        lhs = t
+        lb, lc = list(range(nb)), list(range(nb + len(lf), lhs.ndim))
+      ident_r = list(range(rhs.ndim))
+      if not (rb + rc + rf == ident_r or rb + rf + rc == ident_r):
+        perm = rb + rc + rf
+        t = Value(tuple(rhs.shape[i] for i in perm), rhs.dtype)
+        new_nodes.append(Node("transpose", {"permutation": tuple(perm)}, [rhs], [t]))
+        rhs = t
+        rb, rc = list(range(nb)), list(range(nb, nb + len(rc)))
+      node.ins = [lhs, rhs]
+      node.params = dict(node.params, dimension_numbers=((tuple(lc), tuple(rc)),
+                                                         (tuple(lb), tuple(rb))))
+    new_nodes.append(node)
+  program.nodes = new_nodes
+  return program
+
+
+def emit_call(node, slot, ctype_of):
+  """C statements computing the dot ``node``; ``slot(v)`` gives a value's pointer
+  expression.  The product runs through ``pj_gemm_par`` (GEMM_HELPERS): BLAS itself runs
+  single-threaded and pyjax's pool splits the work (batch items, or blocks of the larger
+  of the output's rows and columns) across threads."""
+  lhs, rhs = node.ins
+  out = node.outs[0]
+  tl, tr = orientation(node)
+  lc, rc, lb, rb, lf, rf = _dims(node)
+  nb = math.prod(lhs.shape[i] for i in lb)
+  m = math.prod(lhs.shape[i] for i in lf)
+  n = math.prod(rhs.shape[i] for i in rf)
+  k = math.prod(lhs.shape[i] for i in lc)
+  t = L.storage_type(out.dtype)
+  a, b, c = slot(lhs), slot(rhs), slot(out)
+  lines = ["{"]
+  lines.append(f"  const {t} *pa = (const {t} *)({a}); const {t} *pb = (const {t} *)({b});")
+  lines.append(f"  {t} *pc = ({t} *)({c});")
+  if m == 0 or n == 0 or nb == 0:
+    lines.append("  (void)pa; (void)pb; (void)pc;")
+  elif k == 0:
+    lines.append(f"  (void)pa; (void)pb; memset(pc, 0, sizeof({t}) * {nb * m * n});")
+  else:
+    dbl = 1 if out.dtype == L.F64 else 0
+    lines.append(f"  pj_gemm_job job = {{{dbl}, {int(tl)}, {int(tr)}, {m}, {n}, {k}, {nb}, "
+                 f"pa, pb, pc}};")
+    lines.append("  pj_gemm_run(&job);")
+  lines.append("}")
+  return lines
+
+
+GEMM_HELPERS = r"""
+/* Row-major C[m,n] = A[m,k] B[k,n] (A stored k x m when ta, B stored n x k when tb), per
+   batch item, on Fortran BLAS (column-major: C^T = B^T A^T).  Work is split over batch
+   items, or over blocks of rows (or columns) of C, on pyjax's thread pool. */
+typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; } pj_gemm_job;
+
+static void pj_gemm_block(const pj_gemm_job *J, int64_t bi, int64_t r0, int64_t r1,
+                          int64_t c0, int64_t c1) {
+  char opb = J->tb ? 'T' : 'N', opa = J->ta ? 'T' : 'N';
+  int M = (int)(c1 - c0), N = (int)(r1 - r0), K = (int)J->k;
+  int ldb = (int)(J->tb ? J->k : J->n), lda = (int)(J->ta ? J->m : J->k), ldc = (int)J->n;
+  if (ldb < 1) ldb = 1; if (lda < 1) lda = 1; if (ldc < 1) ldc = 1;
+  int64_t ao = bi * J->m * J->k + (J->ta ? r0 : r0 * J->k);
+  int64_t bo = bi * J->k * J->n + (J->tb ? c0 * J->k : c0);
+  int64_t co = bi * J->m * J->n + r0 * J->n + c0;
+  if (M <= 0 || N <= 0) return;
+  if (J->dbl) {
+    double one = 1, zero = 0;
+    pj_dgemm(&opb, &opa, &M, &N, &K, &one, (double *)J->b + bo, &ldb, (double *)J->a + ao,
+             &lda, &zero, (double *)J->c + co, &ldc);
+  } else {
+    float one = 1, zero = 0;
+    pj_sgemm(&opb, &opa, &M, &N, &K, &one, (float *)J->b + bo, &ldb, (float *)J->a + ao,
+             &lda, &zero, (float *)J->c + co, &ldc);
+  }
+}
+
+static void pj_gemm_range(void *ctx, int64_t lo, int64_t hi) {
+  const pj_gemm_job *J = (const pj_gemm_job *)ctx;
+  if (J->nb > 1) {
+    for (int64_t bi = lo; bi < hi; bi++) pj_gemm_block(J, bi, 0, J->m, 0, J->n);
+  } else if (J->m >= J->n) {
+    pj_gemm_block(J, 0, lo, hi, 0, J->n);
+  } else {
+    pj_gemm_block(J, 0, 0, J->m, lo, hi);
+  }
+}
+
+static void pj_gemm_run(pj_gemm_job *J) {
+  int64_t units = J->nb > 1 ? J->nb : (J->m >= J->n ? J->m : J->n);
+  int64_t per_unit = J->nb > 1 ? J->m * J->n * J->k : (J->m >= J->n ? J->n : J->m) * J->k;
+  int64_t grain = (1 << 17) / (per_unit > 0 ? per_unit : 1);
+  if (J->nb <= 1 && grain < 16) grain = 16;   /* keep BLAS blocks efficient */
+  if (grain < 1) grain = 1;
+  if (pj_parallel_for && units * per_unit >= (1 << 18))
+    pj_parallel_for(pj_gemm_range, (void *)J, units, grain);
+  else
+    pj_gemm_range((void *)J, 0, units);
+}
+"""
+
+
+_ptrs = None
+
+
+def blas_thread_control():
+  """(set_num_threads, get_num_threads) addresses of SciPy's OpenBLAS, or (0, 0): native
+  dots run BLAS single-threaded (pyjax's pool parallelizes them) and restore the setting."""
+  try:
+    import glob
+    import os
+    import scipy
+    libs = glob.glob(os.path.join(os.path.dirname(scipy.__file__), "..", "scipy.libs",
+                                  "*openblas*"))
+    for path in libs:
+      lib = ctypes.CDLL(path)
+      for set_name, get_name in (("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
+                                 ("openblas_set_num_threads", "openblas_get_num_threads")):
+        if hasattr(lib, set_name) and hasattr(lib, get_name):
+          return (ctypes.cast(getattr(lib, set_name), ctypes.c_void_p).value or 0,
+                  ctypes.cast(getattr(lib, get_name), ctypes.c_void_p).value or 0)
+  except Exception:  # noqa: BLE001
+    pass
+  return (0, 0)
+
+
+def blas_pointers():
+  """(sgemm, dgemm) addresses from SciPy's BLAS, or (0, 0)."""
+  global _ptrs
+  if _ptrs is None:
+    try:
+      from scipy.linalg import cython_blas
+      api = ctypes.pythonapi
+      api.PyCapsule_GetName.restype = ctypes.c_char_p
+      api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+      api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+      api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+      res = []
+      for name in ("sgemm", "dgemm"):
+        cap = cython_blas.__pyx_capi__[name]
+        res.append(api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap)) or 0)
+      _ptrs = tuple(res)
+    except Exception:  # noqa: BLE001  -- no SciPy BLAS: dots run on NumPy
+      _ptrs = (0, 0)
+  return _ptrs
+
+
+_ = np

@@ -1,0 +1,177 @@
+"""The CPU compiler's program representation: a flat SSA list of nodes.
+
+A ``Program`` is built from a ``ClosedJaxpr`` with nested ``jit`` / ``custom_jvp_call`` /
+``custom_vjp_call`` equations inlined (their bodies are ordinary equations of the
+enclosing program).  Values are ``Value`` objects (shape, dtype, producer); scalar
+literals are ``Lit`` objects; non-scalar literals and closed-over constants are constant
+values holding a NumPy array.  Every pass of the compiler works on this form; the jaxpr
+itself is never mutated.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+INPUT, CONST, NODE = "input", "const", "node"
+
+# higher-order primitives whose body is the primal computation: inlined
+_INLINE_CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+                 "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr"}
+
+
+class Value:
+  """One SSA value: an array of ``shape`` and ``dtype``."""
+  __slots__ = ("id", "shape", "dtype", "kind", "producer", "const", "index")
+  _ids = itertools.count()
+
+  def __init__(self, shape, dtype, kind=NODE, producer=None, const=None):
+    self.id = next(Value._ids)
+    self.shape = tuple(int(d) for d in shape)
+    self.dtype = np.dtype(dtype)
+    self.kind = kind
+    self.producer = producer
+    self.const = const
+    self.index = None   # position among the program inputs (kind == INPUT)
+
+  @property
+  def size(self):
+    n = 1
+    for d in self.shape:
+      n *= d
+    return n
+
+  @property
+  def ndim(self):
+    return len(self.shape)
+
+  def __repr__(self):
+    return f"%{self.id}:{self.dtype.name}{list(self.shape)}"
+
+
+class Lit:
+  """A scalar literal (0-d) of ``dtype``; ``value`` is a NumPy scalar of that dtype."""
+  __slots__ = ("value", "dtype")
+  shape = ()
+  size = 1
+  ndim = 0
+  kind = "lit"
+
+  def __init__(self, value, dtype):
+    self.dtype = np.dtype(dtype)
+    self.value = np.asarray(value, self.dtype)[()]
+
+  def __repr__(self):
+    return f"{self.value!r}:{self.dtype.name}"
+
+  def key(self):
+    """A hashable key that tells apart -0.0/+0.0 and NaN payloads."""
+    return (self.dtype.str, np.asarray(self.value).tobytes())
+
+
+class Node:
+  """One primitive application.  ``prim`` is the primitive's name; ``primitive`` the
+  Primitive object (for the NumPy fallback of higher-order primitives)."""
+  __slots__ = ("prim", "params", "ins", "outs", "primitive", "effects")
+
+  def __init__(self, prim, params, ins, outs, primitive=None, effects=()):
+    self.prim = prim
+    self.params = params
+    self.ins = list(ins)
+    self.outs = list(outs)
+    self.primitive = primitive
+    self.effects = effects
+    for o in self.outs:
+      o.producer = self
+
+  @property
+  def out(self):
+    return self.outs[0]
+
+  def __repr__(self):
+    ps = " ".join(f"{k}={v}" for k, v in self.params.items()
+                  if k not in ("sharding", "out_sharding"))
+    return (f"{', '.join(map(repr, self.outs))} = {self.prim}"
+            f"{'[' + ps + ']' if ps else ''} {' '.join(map(repr, self.ins))}")
+
+
+class Program:
+  """``inputs`` (Values of kind INPUT), ``nodes`` (topologically ordered), ``outputs``
+  (Values or Lits)."""
+
+  def __init__(self, inputs, nodes, outputs):
+    self.inputs = inputs
+    self.nodes = nodes
+    self.outputs = outputs
+
+  def __str__(self):
+    lines = [f"inputs: {', '.join(map(repr, self.inputs))}"]
+    lines += [f"  {n!r}" for n in self.nodes]
+    lines.append(f"outputs: {', '.join(map(repr, self.outputs))}")
+    return "\n".join(lines)
+
+
+def _const_array(value, aval):
+  data = value._data() if hasattr(value, "_data") else value
+  arr = np.asarray(data, dtype=aval.dtype)
+  if arr.shape != tuple(aval.shape):
+    arr = np.broadcast_to(arr, aval.shape)
+  return np.require(arr, requirements=["C", "A"])
+
+
+def from_closed_jaxpr(closed):
+  """The ``Program`` of ``closed`` (a ClosedJaxpr), nested calls inlined."""
+  jaxpr = closed.jaxpr
+  inputs = []
+  for i, v in enumerate(jaxpr.invars):
+    val = Value(v.aval.shape, v.aval.dtype, INPUT)
+    val.index = i
+    inputs.append(val)
+  nodes = []
+  env = {}
+  _bind_consts(env, jaxpr.constvars, closed.consts)
+  for v, val in zip(jaxpr.invars, inputs):
+    env[v] = val
+  outs = _convert(jaxpr, env, nodes)
+  return Program(inputs, nodes, outs)
+
+
+def _bind_consts(env, constvars, consts):
+  for v, c in zip(constvars, consts):
+    arr = _const_array(c, v.aval)
+    if arr.shape == ():
+      env[v] = Lit(arr[()], arr.dtype)
+    else:
+      env[v] = Value(arr.shape, arr.dtype, CONST, const=arr)
+
+
+def _read(env, v):
+  if type(v).__name__ == "Literal":
+    arr = _const_array(v.val, v.aval)
+    if arr.shape == ():
+      return Lit(arr[()], arr.dtype)
+    return Value(arr.shape, arr.dtype, CONST, const=arr)
+  return env[v]
+
+
+def _convert(jaxpr, env, nodes):
+  for eqn in jaxpr.eqns:
+    name = eqn.primitive.name
+    ins = [_read(env, v) for v in eqn.invars]
+    body_param = _INLINE_CALLS.get(name)
+    body = eqn.params.get(body_param) if body_param else None
+    if body is not None and type(body).__name__ == "ClosedJaxpr" and not eqn.effects:
+      inner = body.jaxpr
+      sub = {}
+      _bind_consts(sub, inner.constvars, body.consts)
+      for v, x in zip(inner.invars, ins):
+        sub[v] = x
+      res = _convert(inner, sub, nodes)
+      for v, r in zip(eqn.outvars, res):
+        env[v] = r
+      continue
+    outs = [Value(v.aval.shape, v.aval.dtype) for v in eqn.outvars]
+    nodes.append(Node(name, dict(eqn.params), ins, outs, eqn.primitive, eqn.effects))
+    for v, o in zip(eqn.outvars, outs):
+      env[v] = o
+  return [_read(env, v) for v in jaxpr.outvars]

@@ -1,0 +1,270 @@
+"""The compiler's driver: jaxpr -> simplified program -> fusion groups -> plan -> C ->
+shared object -> a host function that runs the plan.
+
+``lower(closed_jaxpr, name)`` does everything up to the C source (no compiler involved);
+``NativeProgram.build()`` compiles (or finds in a cache) and instantiates it.  The host
+function is generated Python: it calls each native segment (one C call each) and, between
+segments, the NumPy implementations of the equations the code generator does not handle.
+When the whole program is one segment whose inputs and outputs are the program's, the
+segment's native callable *is* the host function.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+
+import numpy as np
+
+from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, plan, runtime
+from pyjax._src.backends.cpu.compiler import simplify as simplify_mod
+from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value, from_closed_jaxpr
+
+_log = logging.getLogger("pyjax.compiler")
+_counter = itertools.count()
+
+
+class Unsupported(Exception):
+  """Nothing in this program is worth compiling natively."""
+
+
+class NativeProgram:
+  """A lowered program: C source, the plan, and (after ``build``) the host function."""
+
+  def __init__(self, name, program, fu, steps, source, n_kernels, toolchain):
+    self.name = name
+    self.program = program
+    self.fusion = fu
+    self.steps = steps
+    self.source = source
+    self.n_kernels = n_kernels
+    self.toolchain = toolchain
+    self.host_source = None
+    self.fn = None
+    self.stats = {}
+
+  @property
+  def segments(self):
+    return [s for s in self.steps if isinstance(s, plan.Segment)]
+
+  @property
+  def host_steps(self):
+    return [s for s in self.steps if isinstance(s, plan.HostStep) and s.group.kind == "host"]
+
+  def build(self):
+    """Compile (or load from a cache) and instantiate; sets ``self.fn``."""
+    t0 = time.perf_counter()
+    if not self.segments:   # only control flow (with native bodies, built below)
+      self.fn, self.host_source = _host_function(self, [])
+      self.stats["compile_s"] = 0.0
+      self.stats["total_s"] = time.perf_counter() - t0
+      self.stats.setdefault("cache", "none")
+      return self.fn
+    lib = cache.get_library(self.source, self.toolchain, self.stats)
+    t1 = time.perf_counter()
+    make = lib.pyjax_make
+    make.restype = ctypes_py_object()
+    make.argtypes = [ctypes_int(), ctypes_py_object()]
+    blas = dot.blas_pointers()
+    par = runtime.parallel_for_address(self.toolchain)
+    seg_fns = []
+    for seg in self.segments:
+      in_dtypes = [v.dtype for v in seg.inputs]
+
+      def normalize(x, i, _d=in_dtypes):
+        return np.require(np.asarray(x), dtype=_d[i], requirements=["C", "A"])
+      spec = (np.empty, normalize, np.ndarray,
+              tuple(int(d.num) for d in in_dtypes),
+              tuple((tuple(v.shape), v.dtype) for v in seg.outputs),
+              tuple(np.require(v.const, requirements=["C", "A"]) for v in seg.consts),
+              tuple(int(p) for p in blas + dot.blas_thread_control()), int(par))
+      seg_fns.append(make(seg.index, spec))
+    self.fn, self.host_source = _host_function(self, seg_fns)
+    self.stats["compile_s"] = t1 - t0
+    self.stats["total_s"] = time.perf_counter() - t0
+    return self.fn
+
+  def as_text(self):
+    parts = []
+    if self.host_source:
+      parts.append("# host program (Python): native segments and NumPy steps\n" + self.host_source)
+    parts.append("/* native code (C) */\n" + self.source)
+    return "\n".join(parts)
+
+
+def ctypes_py_object():
+  import ctypes
+  return ctypes.py_object
+
+
+def ctypes_int():
+  import ctypes
+  return ctypes.c_int
+
+
+def lower(closed, name="jaxpr"):
+  """Lower ``closed`` (a ClosedJaxpr) to a NativeProgram (not yet built).  Raises
+  ``Unsupported`` when no C compiler exists or nothing would run natively."""
+  tc = build.toolchain()
+  if tc is None:
+    raise Unsupported("no C compiler")
+  program = from_closed_jaxpr(closed)
+  simplify_mod.simplify(program)
+  dot.canonicalize(program)
+  fu = fusion.fuse(program)
+  steps = plan.schedule(fu)
+  segs = [s for s in steps if isinstance(s, plan.Segment)]
+  if not segs and not any(isinstance(s, plan.HostStep) and s.node.prim in control.RUNNERS
+                          for s in steps):
+    raise Unsupported("no native kernels")
+  for seg in segs:
+    seg.inputs.sort(key=lambda v: (0, v.index) if v.kind == INPUT else (1, v.id))
+  source, nk = cmodule.module_source(fu, steps, tc.float16, tc.mvec)
+  return NativeProgram(name, program, fu, steps, source, nk, tc)
+
+
+# --- the host function --------------------------------------------------------------------
+def _impls():
+  from pyjax._src.backends.cpu import eager as cpu_eager
+  impls = dict(cpu_eager.impls)
+  tf = impls.get("threefry2x32")
+  if tf is not None:   # the per-output nodes of simplify._split_pairs, should they run here
+    impls["threefry2x32_0"] = lambda *a: tf(*a)[0]
+    impls["threefry2x32_1"] = lambda *a: tf(*a)[1]
+  return impls
+
+
+def _host_function(np_prog, seg_fns):
+  program = np_prog.program
+  steps = np_prog.steps
+  segs = np_prog.segments
+  # the fast case: one segment computing exactly the program's outputs from its inputs
+  if (len(steps) == 1 and len(segs) == 1
+      and list(segs[0].inputs) == list(program.inputs)
+      and all(type(x) is Value for x in program.outputs)
+      and list(segs[0].outputs) == list(program.outputs)):
+    src = _host_source(np_prog, seg_fns)[0]
+    return seg_fns[0], src
+  src, namespace = _host_source(np_prog, seg_fns)
+  code = compile(src, f"<pyjax native host {np_prog.name} #{next(_counter)}>", "exec")
+  exec(code, namespace)  # noqa: S102  -- our own generated source
+  return namespace["host"], src
+
+
+def _host_source(np_prog, seg_fns):
+  fu = np_prog.fusion
+  program = np_prog.program
+  impls = _impls()
+  g = {"_asarray": np.asarray, "_nd": np.ndarray, "_fix": _fix_output}
+  names = {}
+  counter = itertools.count()
+
+  def glob(value, prefix):
+    n = f"{prefix}{next(counter)}"
+    g[n] = value
+    return n
+
+  for v in program.inputs:
+    names[v] = f"a{v.index}"
+
+  def ref(x):
+    if type(x) is Lit:
+      return glob(np.asarray(x.value, x.dtype), "c")
+    if x.kind == CONST and x not in names:
+      names[x] = glob(x.const, "c")
+    return names[x]
+
+  lines = [f"def host({', '.join(names[v] for v in program.inputs)}):"]
+  for step in np_prog.steps:
+    if isinstance(step, plan.Segment):
+      fn = glob(seg_fns[step.index], "seg")
+      outs = [f"v{v.id}" for v in step.outputs]
+      call = f"{fn}({', '.join(ref(v) for v in step.inputs)})"
+      if outs:
+        lines.append(f"  {', '.join(outs)}, = {call}")
+      else:
+        lines.append(f"  {call}")
+      for v in step.outputs:
+        names[v] = f"v{v.id}"
+      continue
+    node = step.node
+    if step.group.kind == "view":
+      src = plan.root(fu, node.outs[0])
+      out = node.outs[0]
+      lines.append(f"  v{out.id} = {ref(src)}.reshape({tuple(out.shape)!r})")
+      names[out] = f"v{out.id}"
+      continue
+    ins = [ref(x) for x in node.ins]
+    outs = [f"v{o.id}" for o in node.outs]
+    impl = control.runner(node) or impls.get(node.prim)
+    if impl is not None and impl is not impls.get(node.prim):
+      # control flow with native bodies: the runner takes the buffers only
+      tmp = f"r{next(counter)}"
+      lines.append(f"  {tmp} = {glob(impl, 'cf')}({', '.join(ins)})  # {node.prim} (native body)")
+      for i, o in enumerate(outs):
+        lines.append(f"  {o} = {tmp}[{i}]")
+    elif impl is not None:
+      call = f"{glob(impl, 'f')}({', '.join(ins)}"
+      if node.params:
+        call += (", " if ins else "") + f"**{glob(dict(node.params), 'p')}"
+      call += ")"
+      if len(node.outs) > 1 or (node.primitive is not None and node.primitive.multiple_results):
+        tmp = f"r{next(counter)}"
+        lines.append(f"  {tmp} = {call}  # {node.prim}")
+        for i, o in enumerate(outs):
+          lines.append(f"  {o} = {tmp}[{i}]")
+      else:
+        lines.append(f"  {outs[0]} = {call}  # {node.prim}")
+      for o, v in zip(outs, node.outs):
+        d = glob(v.dtype, "d")
+        shp = tuple(v.shape)
+        lines.append(f"  if {o}.__class__ is not _nd or {o}.dtype != {d} or {o}.shape != {shp!r}: "
+                     f"{o} = _fix({o}, {d}, {shp!r})")
+    elif node.primitive is not None and node.primitive.impl is not None:
+      runner = glob(_python_impl_runner(node), "h")
+      lines.append(f"  {', '.join(outs)}, = {runner}({', '.join(ins)})  # {node.prim}")
+    else:
+      raise NotImplementedError(f"The cpu backend has no implementation of {node.prim}")
+    for o, v in zip(outs, node.outs):
+      names[v] = o
+  lines.append(f"  return [{', '.join(ref(x) for x in program.outputs)}]")
+  return "\n".join(lines) + "\n", g
+
+
+def _fix_output(x, dtype, shape):
+  """A NumPy step's result as an array of exactly the equation's dtype and shape (native
+  segments check both)."""
+  x = np.asarray(x, dtype)
+  if x.shape != shape:
+    x = x.reshape(shape)
+  return x
+
+
+def _python_impl_runner(node):
+  from pyjax._src import core
+  from pyjax._src.runtime.array import ArrayImpl
+  from pyjax._src.avals import ShapedArray
+  in_avals = [ShapedArray(x.shape, x.dtype) for x in node.ins]
+  out_avals = [ShapedArray(o.shape, o.dtype) for o in node.outs]
+  params = dict(node.params)
+  prim = node.primitive
+  multiple = prim.multiple_results
+
+  def run(*bufs):
+    args = [ArrayImpl(np.asarray(b), a) for b, a in zip(bufs, in_avals)]
+    with core.set_interpreter(core.eval_interpreter):
+      out = prim.impl(*args, **params)
+    outs = out if multiple else [out]
+    res = []
+    for o, a in zip(outs, out_avals):
+      b = o._data() if type(o) is ArrayImpl else np.asarray(o)
+      if b.dtype != a.dtype or b.shape != a.shape:
+        b = _fix_output(b, a.dtype, a.shape)
+      res.append(b)
+    return res
+  return run
+
+
+def debug_enabled():
+  return os.environ.get("PYJAX_DEBUG", "") not in ("", "0")

@@ -1,0 +1,206 @@
+"""The native runtime shared by every executable: a small work-sharing thread pool.
+
+``pj_parallel_for(fn, ctx, n, grain)`` runs ``fn(ctx, lo, hi)`` over ``[0, n)`` in chunks.
+The calling thread works too and returns as soon as every chunk is *done* -- it never
+waits for a worker that has not started (unlike an OpenMP barrier, which waits for every
+thread of the team to arrive: on a loaded machine one descheduled thread stalls the whole
+loop for a scheduler time slice).  Workers spin briefly after a job (consecutive kernels
+start fast), then sleep on a condition variable.  Only one parallel loop runs at a time; a
+second caller (another Python thread with the GIL released) runs its loop on its own
+thread instead of waiting.
+
+The library is compiled once per toolchain (and cached on disk like kernels); each
+executable receives ``pj_parallel_for``'s address when it is instantiated.
+``PYJAX_NUM_THREADS`` sets the pool size (default: the CPUs this process may use).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+RUNTIME_C = r"""
+#define _GNU_SOURCE 1
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <time.h>
+
+typedef void (*pj_task_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/* Two job slots used alternately; ``pj_claim`` packs (generation << 32 | next chunk), so a
+   worker can only claim a chunk of the job it read and a slot is never rewritten while a
+   chunk of it is running (a job completes only when all its chunks are done). */
+typedef struct { pj_task_fn fn; void *ctx; int64_t n, chunk, nchunks; int64_t done; } pj_job;
+static pj_job pj_jobs[2];
+static uint64_t pj_claim = 0;
+static int pj_nthreads = 1;
+static int pj_started = 0;
+static uint32_t pj_gen = 0;
+static pthread_mutex_t pj_job_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t pj_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pj_cv = PTHREAD_COND_INITIALIZER;
+/* back-off when workers stall the caller (a loaded machine): run the next loops serially */
+static int64_t pj_skip = 0, pj_penalty = 0;
+
+static inline int64_t pj_now_ns(void) {
+  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static inline void pj_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void pj_work(void) {
+  for (;;) {
+    uint64_t c = __atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE);
+    pj_job *J = &pj_jobs[(c >> 32) & 1];
+    uint64_t idx = c & 0xFFFFFFFFu;
+    if ((int64_t)idx >= __atomic_load_n(&J->nchunks, __ATOMIC_ACQUIRE)) return;
+    if (!__atomic_compare_exchange_n(&pj_claim, &c, c + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      continue;
+    int64_t lo = (int64_t)idx * J->chunk, hi = lo + J->chunk;
+    if (hi > J->n) hi = J->n;
+    J->fn(J->ctx, lo, hi);
+    __atomic_fetch_add(&J->done, 1, __ATOMIC_ACQ_REL);
+  }
+}
+
+static void *pj_worker(void *arg) {
+  (void)arg;
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    while ((__atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE) >> 32) == seen && spins < 2000) {
+      pj_pause();
+      spins++;
+    }
+    if ((__atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE) >> 32) == seen) {
+      pthread_mutex_lock(&pj_mu);
+      while ((__atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE) >> 32) == seen)
+        pthread_cond_wait(&pj_cv, &pj_mu);
+      pthread_mutex_unlock(&pj_mu);
+    }
+    seen = __atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE) >> 32;
+    pj_work();
+  }
+  return NULL;
+}
+
+int pj_runtime_init(int nthreads) {
+  if (pj_started) return pj_nthreads;
+  pj_started = 1;
+  pj_nthreads = nthreads < 1 ? 1 : nthreads;
+  for (int i = 1; i < pj_nthreads; i++) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, pj_worker, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) { pj_nthreads = i; break; }
+  }
+  return pj_nthreads;
+}
+
+void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  int64_t chunk = (n + (int64_t)pj_nthreads * 4 - 1) / ((int64_t)pj_nthreads * 4);
+  if (chunk < grain) chunk = grain;
+  if (pj_nthreads <= 1 || chunk >= n || (n + chunk - 1) / chunk > 0xFFFFFFF0LL ||
+      pthread_mutex_trylock(&pj_job_lock) != 0) {
+    fn(ctx, 0, n);
+    return;
+  }
+  if (pj_skip > 0) {   /* backing off after stalls */
+    pj_skip--;
+    pthread_mutex_unlock(&pj_job_lock);
+    fn(ctx, 0, n);
+    return;
+  }
+  int64_t t0 = pj_now_ns();
+  uint32_t g = ++pj_gen;
+  pj_job *J = &pj_jobs[g & 1];
+  J->fn = fn; J->ctx = ctx; J->n = n; J->chunk = chunk;
+  __atomic_store_n(&J->done, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&J->nchunks, (n + chunk - 1) / chunk, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&pj_mu);
+  __atomic_store_n(&pj_claim, (uint64_t)g << 32, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&pj_cv);
+  pthread_mutex_unlock(&pj_mu);
+  pj_work();
+  int64_t t1 = pj_now_ns();
+  /* wait only for chunks that workers claimed (never for a worker that did not start) */
+  int spins = 0;
+  while (__atomic_load_n(&J->done, __ATOMIC_ACQUIRE) < J->nchunks) {
+    if (++spins < 2000) pj_pause();
+    else sched_yield();
+  }
+  int64_t t2 = pj_now_ns();
+  /* a stall longer than the caller's own share of the work means a worker was not running:
+     serialize the next loops, longer after each stall; recover after smooth runs */
+  if (t2 - t1 > (t1 - t0) / 2 + 50000) {
+    pj_penalty = pj_penalty ? (pj_penalty * 2 > 4096 ? 4096 : pj_penalty * 2) : 8;
+    pj_skip = pj_penalty;
+  } else if (pj_penalty > 0) {
+    pj_penalty /= 2;
+  }
+  pthread_mutex_unlock(&pj_job_lock);
+}
+
+int pj_runtime_threads(void) { return pj_nthreads; }
+"""
+
+_lib = None
+_lock = threading.Lock()
+_NONE = object()
+
+
+def _num_threads():
+  env = os.environ.get("PYJAX_NUM_THREADS")
+  if env:
+    try:
+      return max(int(env), 1)
+    except ValueError:
+      pass
+  try:
+    return max(len(os.sched_getaffinity(0)), 1)
+  except (AttributeError, OSError):
+    return max(os.cpu_count() or 1, 1)
+
+
+def load(toolchain):
+  """The runtime library (loaded and initialized), or None when it cannot be built."""
+  global _lib
+  with _lock:
+    if _lib is None:
+      from pyjax._src.backends.cpu.compiler import cache
+      try:
+        lib = cache.get_library(RUNTIME_C, toolchain)
+        lib.pj_runtime_init.argtypes = [ctypes.c_int]
+        lib.pj_runtime_init.restype = ctypes.c_int
+        lib.pj_runtime_init(_num_threads())
+        _lib = lib
+      except Exception:  # noqa: BLE001  -- no pool: kernels run on the calling thread
+        _lib = _NONE
+    return None if _lib is _NONE else _lib
+
+
+def parallel_for_address(toolchain):
+  lib = load(toolchain)
+  if lib is None:
+    return 0
+  return ctypes.cast(lib.pj_parallel_for, ctypes.c_void_p).value or 0
+
+
+def threads(toolchain):
+  lib = load(toolchain)
+  if lib is None:
+    return 1
+  lib.pj_runtime_threads.restype = ctypes.c_int
+  return lib.pj_runtime_threads()
