@@ -104,6 +104,9 @@ def test_grad_sum_logistic():
 def test_third_derivative():
   d3 = grad(grad(grad(sum_logistic)))(1.0)
   np.testing.assert_allclose(float(d3), -0.0353256, rtol=1e-5)
+  from pyjax import jit
+  d3j = grad(jit(grad(jit(grad(sum_logistic)))))(1.0)   # the seeds' nesting
+  np.testing.assert_allclose(float(d3j), -0.0353256, rtol=1e-5)
 
 
 def test_jacobian_exp_and_hessian():

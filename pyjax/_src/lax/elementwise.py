@@ -103,6 +103,7 @@ pow_p.arg_names = ("x", "y")
 
 @pow_p.def_abstract_eval
 def _pow_abstract(x, y):
+  shape = U.broadcasting_shape("pow", [x.shape, y.shape])  # shape errors first, as JAX
   U.check_dtype("pow", U.inexact, x.dtype, 0)
   U.check_dtype("pow", (U._int, U._float, U._complex), y.dtype, 1)
   if not dtypes.is_int(y.dtype) and y.dtype != x.dtype:
@@ -110,7 +111,6 @@ def _pow_abstract(x, y):
                     "and the second argument must have an inexact or integer dtype, and two "
                     "inexact dtypes must match, but got "
                     f"{x.dtype.name} and {y.dtype.name} respectively.")
-  shape = U.broadcasting_shape("pow", [x.shape, y.shape])
   return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
 
@@ -249,20 +249,89 @@ def _clamp_abstract(lo, x, hi):
 
 
 # --- public lax functions ---------------------------------------------------------------
-def _u(p):
-  def f(x):
-    return p.bind(x)
-  f.__name__ = p.name
-  f.__doc__ = f"Elementwise {p.name} (lax.{p.name}): no type promotion."
+_DOCS = {
+    "neg": "-x.  Integers wrap (neg(INT_MIN) == INT_MIN).",
+    "sign": "-1, 0 or 1 by the sign of x (floats keep -0.0 and NaN; complex: x / |x|).",
+    "floor": "Largest integer-valued float <= x.",
+    "ceil": "Smallest integer-valued float >= x.",
+    "is_finite": "True where x is neither infinite nor NaN (floating inputs only).",
+    "exp": "e**x.",
+    "log": "Natural logarithm.",
+    "expm1": "e**x - 1, accurate near 0.",
+    "log1p": "log(1 + x), accurate near 0.",
+    "tanh": "Hyperbolic tangent.",
+    "logistic": "1 / (1 + e**-x).",
+    "sin": "Sine.", "cos": "Cosine.", "tan": "Tangent.",
+    "asin": "Inverse sine.", "acos": "Inverse cosine.", "atan": "Inverse tangent.",
+    "sinh": "Hyperbolic sine.", "cosh": "Hyperbolic cosine.",
+    "asinh": "Inverse hyperbolic sine.", "acosh": "Inverse hyperbolic cosine.",
+    "atanh": "Inverse hyperbolic tangent.",
+    "sqrt": "Square root (correctly rounded for real inputs).",
+    "rsqrt": "1 / sqrt(x).",
+    "cbrt": "Cube root (real inputs only).",
+    "square": "x * x.",
+    "abs": "|x|; complex inputs give their real dtype; abs(INT_MIN) == INT_MIN.",
+    "real": "Real part of a complex x.",
+    "imag": "Imaginary part of a complex x.",
+    "erf": "Error function.",
+    "erfc": "Complementary error function 1 - erf(x).",
+    "erf_inv": "Inverse error function.",
+    "lgamma": "log|Gamma(x)|.",
+    "digamma": "Digamma function (NaN at 0 and the negative integers, as XLA).",
+    "bessel_i0e": "Exponentially scaled modified Bessel function of order 0.",
+    "bessel_i1e": "Exponentially scaled modified Bessel function of order 1.",
+    "bitwise_not": "~x (logical not for booleans).",
+    "population_count": "Number of set bits of each integer.",
+    "clz": "Number of leading zero bits of each integer.",
+    "add": "x + y.  Integers wrap.",
+    "sub": "x - y.  Integers wrap.",
+    "mul": "x * y.  Integers wrap.",
+    "div": "x / y; integer division rounds toward zero, x / 0 is -1 (unsigned: all ones) "
+           "and INT_MIN / -1 is INT_MIN, as XLA.",
+    "rem": "Remainder with the sign of x (C fmod); integer x % 0 is x, as XLA.",
+    "max": "Elementwise maximum; NaN propagates, -0.0 < +0.0.",
+    "min": "Elementwise minimum; NaN propagates, -0.0 < +0.0.",
+    "atan2": "Four-quadrant inverse tangent of x / y (arguments in that order: atan2(x, y)).",
+    "nextafter": "The next representable value after x in the direction of y.",
+    "bitwise_and": "x & y (logical and for booleans).",
+    "bitwise_or": "x | y (logical or for booleans).",
+    "bitwise_xor": "x ^ y (logical xor for booleans).",
+    "shift_left": "x << y; shifts by >= the bit width (or negative amounts) give 0.",
+    "shift_right_arithmetic": "x >> y keeping the sign; shifts by >= the bit width give 0 or -1.",
+    "shift_right_logical": "x >> y filling with zeros; shifts by >= the bit width give 0.",
+    "eq": "x == y.", "ne": "x != y.", "lt": "x < y.", "le": "x <= y.", "gt": "x > y.",
+    "ge": "x >= y.",
+    "igamma": "Regularized lower incomplete gamma function P(a, x).",
+    "igammac": "Regularized upper incomplete gamma function Q(a, x).",
+    "igamma_grad_a": "d/da of igamma(a, x).",
+    "random_gamma_grad": "Derivative of a Gamma(a, 1) sample x with respect to a.",
+    "polygamma": "The m-th derivative of the digamma function at x.",
+    "zeta": "Hurwitz zeta function zeta(x, q).",
+}
+
+
+def _public(p, name, nargs):
+  """The public lax function binding ``p``: a plain function named ``name``."""
+  if nargs == 1:
+    def f(x):
+      return p.bind(x)
+  else:
+    def f(x, y):
+      return p.bind(x, y)
+  f.__name__ = f.__qualname__ = name
+  f.__module__ = __name__
+  what = "operands must have equal dtypes" if nargs == 2 else "no type promotion"
+  f.__doc__ = (f"Elementwise {_DOCS.get(name, name)}\n\nlax.{name}: {what} (Python scalars "
+               "are weakly typed); see jnp for NumPy-style promotion and broadcasting.")
   return f
 
 
-def _b(p):
-  def f(x, y):
-    return p.bind(x, y)
-  f.__name__ = p.name
-  f.__doc__ = f"Elementwise {p.name} (lax.{p.name}): operands must have equal dtypes."
-  return f
+def _u(p, name=None):
+  return _public(p, name or p.name, 1)
+
+
+def _b(p, name=None):
+  return _public(p, name or p.name, 2)
 
 
 neg, sign, floor, ceil, is_finite = map(_u, (neg_p, sign_p, floor_p, ceil_p, is_finite_p))
@@ -273,10 +342,13 @@ sqrt, rsqrt, cbrt, square, abs = map(_u, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs
 real, imag = map(_u, (real_p, imag_p))
 erf, erfc, erf_inv, lgamma, digamma = map(_u, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
 bessel_i0e, bessel_i1e = map(_u, (bessel_i0e_p, bessel_i1e_p))
-bitwise_not, population_count, clz = map(_u, (not_p, population_count_p, clz_p))
+bitwise_not = _u(not_p, "bitwise_not")
+population_count, clz = map(_u, (population_count_p, clz_p))
 add, sub, mul, div, rem, max, min = map(_b, (add_p, sub_p, mul_p, div_p, rem_p, max_p, min_p))
 atan2, nextafter = map(_b, (atan2_p, nextafter_p))
-bitwise_and, bitwise_or, bitwise_xor = map(_b, (and_p, or_p, xor_p))
+bitwise_and = _b(and_p, "bitwise_and")
+bitwise_or = _b(or_p, "bitwise_or")
+bitwise_xor = _b(xor_p, "bitwise_xor")
 shift_left, shift_right_arithmetic, shift_right_logical = map(
     _b, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
 eq, ne, lt, le, gt, ge = map(_b, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
@@ -310,6 +382,7 @@ def integer_pow(x, y):
 
 
 def reciprocal(x):
+  """1 / x, as ``integer_pow(x, -1)`` (like JAX)."""
   return integer_pow(x, -1)
 
 
@@ -319,6 +392,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 
 def regularized_incomplete_beta(a, b, x):
+  """Regularized incomplete beta function I_x(a, b) (floating operands of one dtype)."""
   return regularized_incomplete_beta_p.bind(a, b, x)
 
 
@@ -332,6 +406,12 @@ def convert_element_type(operand, new_dtype):
 
 
 def _convert_element_type(operand, new_dtype=None, weak_type=False):
+  if type(operand) is int and new_dtype is not None:
+    info = np.iinfo(dtypes.default_int_dtype())
+    if not info.min <= operand <= info.max:
+      # a Python int beyond the default integer type converts on the host, like JAX's
+      # (2**40 -> int32 wraps to 0; -> float32 is exact)
+      operand = np.asarray(operand).astype(dtypes.canonicalize_dtype(new_dtype))
   aval = core.get_aval(operand)
   if new_dtype is None:
     new_dtype = aval.dtype
@@ -350,6 +430,8 @@ def bitcast_convert_type(operand, new_dtype):
 
 
 def reduce_precision(operand, exponent_bits, mantissa_bits):
+  """Round ``operand`` to a float format with the given exponent and mantissa widths (in
+  its own dtype): round to nearest even, overflow to infinity, underflow to zero."""
   return reduce_precision_p.bind(operand, exponent_bits=int(exponent_bits),
                                  mantissa_bits=int(mantissa_bits))
 

@@ -73,6 +73,9 @@ def broadcasting_shape(name, shapes):
 
 
 def naryop_avals(name, kinds_per_arg, avals, require_same_dtype=True):
+  """(shape, weak_type) of an n-ary elementwise op; shape errors are raised before dtype
+  errors, as JAX's shape rule runs before its dtype rule."""
+  shape = broadcasting_shape(name, [a.shape for a in avals])
   d0 = avals[0].dtype
   for i, (a, kinds) in enumerate(zip(avals, kinds_per_arg)):
     if not _accepts(kinds, a.dtype):
@@ -80,35 +83,38 @@ def naryop_avals(name, kinds_per_arg, avals, require_same_dtype=True):
   if require_same_dtype:
     for a in avals[1:]:
       if a.dtype != d0:
+        tip = _jnp_tips.get(name)
         raise TypeError(
             f"lax.{name} requires arguments to have the same dtypes, got "
-            f"{', '.join(x.dtype.name for x in avals)}. (Tip: jnp.{_jnp_name(name)} is a "
-            "similar function that does automatic type promotion on inputs).")
-  shape = broadcasting_shape(name, [a.shape for a in avals])
+            f"{', '.join(x.dtype.name for x in avals)}."
+            + (f" (Tip: jnp.{tip} is a similar function that does automatic type "
+               "promotion on inputs)." if tip else ""))
   weak = all(a.weak_type for a in avals)
   return shape, weak
 
 
-_jnp_names = {"sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
-              "max": "maximum", "min": "minimum", "pow": "float_power", "and": "bitwise_and",
-              "or": "bitwise_or", "xor": "bitwise_xor", "ne": "not_equal", "eq": "equal",
-              "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-              "shift_left": "left_shift", "shift_right_arithmetic": "right_shift",
-              "shift_right_logical": "right_shift", "atan2": "arctan2"}
+# the lax functions whose dtype-mismatch error points at a jnp equivalent, as JAX's does
+_jnp_tips = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+             "max": "maximum", "min": "minimum", "eq": "equal", "ne": "not_equal",
+             "shift_left": "left_shift", "shift_right_arithmetic": "right_shift",
+             "shift_right_logical": "right_shift", "atan2": "arctan2",
+             "nextafter": "nextafter"}
 
 
-def _jnp_name(name):
-  return _jnp_names.get(name, name)
+def accepted_dtypes(kinds):
+  """The set of known dtypes ``kinds`` accepts (a set look-up on the hot path)."""
+  return frozenset(d for d in dtypes.all_dtypes if _accepts(kinds, d))
 
 
 def unop(name, kinds, result_dtype=None, weak_rule=None):
   """Declare a unary elementwise primitive."""
   p = core.Primitive(name)
   p.arg_names = ("x",)
+  ok = accepted_dtypes(kinds)
 
   def abstract(x, **params):
     d = x.dtype
-    if not _accepts(kinds, d):
+    if d not in ok and not _accepts(kinds, d):
       check_dtype(name, kinds, d)
     out_d = d if result_dtype is None else result_dtype(d)
     weak = x.weak_type if weak_rule is None else weak_rule(x)
@@ -118,17 +124,29 @@ def unop(name, kinds, result_dtype=None, weak_rule=None):
 
 
 def binop(name, kinds, result_dtype=None, same_dtype=True, kinds2=None):
-  """Declare a binary elementwise primitive."""
+  """Declare a binary elementwise primitive.
+
+  The hot path (equal dtypes accepted by ``kinds``; equal shapes or one rank-0 operand)
+  is a set look-up and a shape comparison; everything else goes through
+  ``naryop_avals``, which raises JAX's errors."""
   p = core.Primitive(name)
   p.arg_names = ("x", "y")
+  fast = kinds2 is None and same_dtype
   kinds2 = kinds if kinds2 is None else kinds2
+  ok = accepted_dtypes(kinds)
 
   def abstract(x, y, **params):
-    if x.shape == y.shape and x.dtype == y.dtype and _accepts(kinds, x.dtype) and kinds2 is kinds:
-      shape, weak = x.shape, x.weak_type and y.weak_type
-    else:
-      shape, weak = naryop_avals(name, (kinds, kinds2), (x, y), same_dtype)
-    out_d = x.dtype if result_dtype is None else result_dtype(x.dtype)
+    d = x.dtype
+    if fast and (d is y.dtype or d == y.dtype) and d in ok:
+      xs, ys = x.shape, y.shape
+      if xs == ys or not ys:
+        return ShapedArray(xs, d if result_dtype is None else result_dtype(d),
+                           x.weak_type and y.weak_type)
+      if not xs:
+        return ShapedArray(ys, d if result_dtype is None else result_dtype(d),
+                           x.weak_type and y.weak_type)
+    shape, weak = naryop_avals(name, (kinds, kinds2), (x, y), same_dtype)
+    out_d = d if result_dtype is None else result_dtype(d)
     return ShapedArray(shape, out_d, weak)
   p.def_abstract_eval(abstract)
   return p

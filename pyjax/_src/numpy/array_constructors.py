@@ -24,10 +24,14 @@ def _leaves(obj, out):
   return out
 
 
-def _check_int_range(x, d):
+def _check_int_range(x, d, numpy_message=False):
+  """OverflowError for a Python int outside ``d``'s range: JAX's own message for a lone
+  scalar converted to the default integer type, NumPy's for list elements."""
   if dtypes.is_int(d):
     info = np.iinfo(d)
     if not info.min <= x <= info.max:
+      if numpy_message:
+        raise OverflowError(f"Python integer {x} out of bounds for {d.name}")
       raise OverflowError(f"Python int {x} too large to convert to {d.name}")
 
 
@@ -38,9 +42,20 @@ def _from_python_scalar(x, dtype):
     if t is int:
       _check_int_range(x, d)
     return ArrayImpl(np.array(x, d), ShapedArray((), d, t is not bool), _devices.default_device(), False)
-  if t is int and dtypes.is_int(dtype):
-    _check_int_range(x, dtype)
-  return ArrayImpl(np.array(x).astype(dtype), ShapedArray((), dtype, False), _devices.default_device(), False)
+  # with a dtype, JAX converts through the dtype's Python type, then NumPy: so a complex
+  # into a real dtype is a TypeError, NaN/inf into an integer dtype a ValueError/
+  # OverflowError, and an out-of-range int NumPy's OverflowError -- no silent wrapping
+  if dtype == dtypes.bool_:
+    v = bool(x)
+  elif dtypes.is_int(dtype):
+    v = int(x)
+  elif dtypes.is_complex(dtype):
+    v = complex(x)
+  else:
+    v = float(x)
+  with np.errstate(over="ignore"):
+    buf = np.array(v, dtype)
+  return ArrayImpl(buf, ShapedArray((), dtype, False), _devices.default_device(), False)
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
@@ -94,7 +109,7 @@ def _array(obj, d):
         if all(type(l) in _scalar_types for l in leaves):
           for l in leaves:
             if type(l) is int:
-              _check_int_range(l, d)
+              _check_int_range(l, d, numpy_message=True)
       else:
         d = dtypes.default_float_dtype()
     buf = np.array(obj, dtype=d) if all(type(l) is not int for l in leaves) or not dtypes.is_int(d) \

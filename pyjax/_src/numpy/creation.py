@@ -67,26 +67,50 @@ def _check_nonnegative(shape, what="broadcast_in_dim"):
 
 def _const(value, dtype, weak=False):
   """``value`` (concrete scalar/array) as an Array of ``dtype`` with no equation; tracers
-  are converted with ``convert_element_type``."""
+  are converted with ``convert_element_type``.
+
+  Conversion follows JAX's ``lax._convert_element_type``: a Python int goes through NumPy
+  (wrapping into integer dtypes; an int too large even for NumPy raises OverflowError); a
+  Python float/complex/bool or NumPy scalar converts with NumPy's rules -- so a complex into
+  a real dtype is a TypeError -- unless NumPy overflows, the value is a non-finite float
+  headed for an integer dtype, or the result is weakly typed: then, like arrays, it
+  converts with XLA's semantics (saturating, NaN to 0)."""
   dtype = np.dtype(dtype)
+  weak = bool(weak) and dtype != dtypes.bool_
   t = type(value)
-  if t in _scalar_types or t is ArrayImpl or isinstance(value, (np.ndarray, np.generic)):
-    try:
-      src = value._data() if t is ArrayImpl else value
+  if t is int:
+    with warnings.catch_warnings():
+      warnings.simplefilter("ignore")
+      buf = np.asarray(value).astype(dtype)
+    return ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak), _devices.default_device(), False)
+  if t in _scalar_types or isinstance(value, np.generic):
+    nonfinite_to_int = (dtypes.is_int(dtype) and t is not bool
+                        and not isinstance(value, (np.bool_, np.integer))
+                        and not np.isfinite(value))
+    if not weak and not nonfinite_to_int:
+      try:
+        with warnings.catch_warnings():
+          warnings.simplefilter("ignore")
+          buf = np.asarray(value, dtype=dtype)
+        return ArrayImpl(buf, ShapedArray(buf.shape, dtype, False), _devices.default_device(),
+                         False)
+      except OverflowError:
+        pass
+  if t is ArrayImpl or isinstance(value, np.ndarray):
+    src = value._data() if t is ArrayImpl else value
+    if not (dtypes.is_int(dtype) and src.dtype.kind not in "biu"):
+      # NumPy's cast is XLA's here (rounding, wrapping, dropping imaginary parts)
       with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if t is int:
-          if dtypes.is_int(dtype) or dtype == dtypes.bool_:
-            src = np.asarray(value if -2**63 <= value < 2**63 else value % 2**64,
-                             np.int64 if -2**63 <= value < 2**63 else np.uint64)
-          else:
-            src = np.asarray(float(value))
         buf = np.asarray(src).astype(dtype)
-      return ArrayImpl(buf, ShapedArray(buf.shape, dtype, bool(weak) and dtype != dtypes.bool_),
-                       _devices.default_device(), False)
-    except (OverflowError, TypeError, ValueError):
-      pass
-  return lax_e._convert_element_type(value, dtype, bool(weak) and dtype != dtypes.bool_)
+      return ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak), _devices.default_device(),
+                       False)
+  if t in _scalar_types or t is ArrayImpl or isinstance(value, (np.ndarray, np.generic)):
+    # inexact to integer: convert now with the backend's (XLA's saturating) semantics,
+    # eagerly, so a traced program sees a constant rather than a conversion
+    with core.set_interpreter(core.eval_interpreter):
+      return lax_e._convert_element_type(value, dtype, weak)
+  return lax_e._convert_element_type(value, dtype, weak)
 
 
 def _broadcast_scalar(value, shape):
@@ -330,7 +354,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   shape1 = bshape[:axis] + [1] + bshape[axis:]
   div = (num - 1) if endpoint else num
   if num > 1:
-    delta = lax_e.div(lax_e.sub(stop, start), _const(div, comp))
+    delta = lax_e.div(lax_e.sub(stop_b, start_b), _const(div, comp))
     real = dtypes.finfo(comp).dtype if dtypes.is_complex(comp) else comp
     iota_shape = [1] * len(shape1)
     iota_shape[axis] = div
@@ -342,7 +366,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     if endpoint:
       out = lax.concatenate([out, lax.reshape(stop_b, tuple(shape1))], axis)
   elif num == 1:
-    delta = _asarray(np.nan, comp) if endpoint else lax_e.sub(stop, start)
+    delta = _asarray(np.nan, comp) if endpoint else lax_e.sub(stop_b, start_b)
     delta = lax_e._convert_element_type(delta, comp, False)
     out = lax.reshape(start_b, tuple(shape1))
   else:
@@ -439,8 +463,9 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-  """Ones at and below the ``k``-th diagonal of an N x M matrix."""
-  d = dtypes.check_user_dtype(float if dtype is None else dtype, "tri")
+  """Ones at and below the ``k``-th diagonal of an N x M matrix.  As in JAX, the default
+  dtype is float32 even with x64 enabled."""
+  d = dtypes.check_user_dtype(dtypes.float32 if dtype is None else dtype, "tri")
   M = N if M is None else M
   n, m = canonicalize_shape((N, M))
   k = _static_int(k, "'k' argument of jnp.tri")

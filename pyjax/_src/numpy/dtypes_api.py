@@ -90,7 +90,22 @@ def promote_types(a, b):
 
 
 def result_type(*args, return_weak_type_flag=False):
-  return dtypes.result_type(*args, return_weak_type_flag=return_weak_type_flag)
+  """The dtype of promoting ``args`` (arrays, dtypes, scalars) with JAX's lattice.  As in
+  JAX, the Python types ``int``, ``float`` and ``complex`` count as weakly typed (like a
+  Python scalar of that type), so ``result_type(complex, np.complex64)`` is complex64."""
+  return dtypes.result_type(*map(_canonical_arg, args),
+                            return_weak_type_flag=return_weak_type_flag)
+
+
+def _canonical_arg(a):
+  """A result_type argument as JAX sees it: Python types as weak scalars, everything else
+  as its x64-canonicalized dtype (so with x64 off, uint64 and int8 give int32)."""
+  if a is int or a is float or a is complex:
+    return a()
+  if type(a) in dtypes.python_scalar_types:
+    return a
+  d, weak = dtypes._dtype_and_weak(a)
+  return dtypes.canonicalize_dtype(d), weak
 
 
 def finfo(d):

@@ -29,7 +29,8 @@ from pyjax._src.numpy import ufuncs
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes, canonicalize_axis
 from pyjax._src.runtime.array import Array, ArrayImpl
 
-__all__ = ["take", "take_along_axis", "put_along_axis", "place", "put"]
+__all__ = ["take", "take_along_axis", "put_along_axis", "place", "put", "nonzero",
+           "flatnonzero", "argwhere"]
 
 _NONE, _SLICE, _ELLIPSIS, _INTEGER, _BOOLEAN, _ARRAY = (
     "none", "slice", "ellipsis", "integer", "boolean", "array")
@@ -1102,3 +1103,115 @@ def put(a, ind, v, mode=None, *, inplace=True):
   flat = _ravel(arr) if _ndim(arr) != 1 else arr
   out = _IndexUpdateRef(flat, ind_arr).set(v_arr, mode=scatter_mode)
   return lax_s.reshape(out, _shape(arr)) if _shape(arr) != _shape(out) else out
+
+
+# --- nonzero / flatnonzero / argwhere -------------------------------------------------------
+_NONZERO_SIZE_HINT = ("The size argument of jnp.nonzero must be statically specified to use "
+                      "jnp.nonzero within JAX transformations.")
+
+
+def nonzero(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements of ``a``, one integer array per dimension.
+
+  Without ``size`` the result length depends on the values, so ``a`` must be concrete
+  (``ConcretizationTypeError`` under ``jit``).  With a static ``size`` the result is
+  truncated or padded to that length -- with ``fill_value`` (a scalar or one value per
+  dimension) where given and with 0 otherwise -- and works under transformations.  As in
+  JAX, a ``fill_value`` takes part in dtype promotion (a float fill gives float indices)."""
+  check_arraylike("nonzero", a)
+  arr = _asarray(a)
+  shape = _shape(arr)
+  nd = len(shape)
+  if nd == 0:
+    raise ValueError("Calling nonzero on 0d arrays is not allowed. "
+                     "Use jnp.atleast_1d(scalar).nonzero() instead.")
+  n = int(np.prod(shape, dtype=np.int64))
+  int_dt = dtypes.default_int_dtype()
+  if size is not None:
+    size = core.concrete_or_error(operator.index, size, _NONZERO_SIZE_HINT)
+    if size < 0:
+      raise TypeError(f"nonzero: size must be a nonnegative integer, got {size}.")
+  if _is_tracer(arr):
+    if size is None:
+      raise errors.ConcretizationTypeError(arr, _NONZERO_SIZE_HINT)
+    coords, count = _nonzero_traced(arr, shape, n, size, int_dt)
+  else:
+    m = np.asarray(arr) != 0
+    pos = np.flatnonzero(m)
+    count = len(pos)
+    if size is None:
+      size = count
+    pos = pos[:size]
+    cols = np.unravel_index(pos, shape) if n else [pos] * nd
+    coords = []
+    for c in cols:
+      out = np.zeros(size, int_dt)
+      out[:len(c)] = c
+      coords.append(_ac.asarray(out))
+  if fill_value is None or not n or not size:
+    # (as in JAX, an empty input or result is never filled, and keeps the integer dtype)
+    return tuple(coords)
+  if isinstance(fill_value, tuple):
+    fills = fill_value
+  elif np.ndim(fill_value) == 0:
+    fills = (fill_value,) * nd
+  else:
+    fills = None
+  if fills is None or len(fills) != nd:
+    raise ValueError(f"fill_value must be a scalar or a tuple of length {nd}; "
+                     f"got {fill_value}")
+  from pyjax._src.numpy import manipulation
+  fill_mask = lax_e.ge(lax_s.iota(int_dt, size),
+                       count if _is_tracer(count) else np.array(count, int_dt))
+  return tuple(manipulation.where(fill_mask, fv, c) for fv, c in zip(fills, coords))
+
+
+def _nonzero_traced(arr, shape, n, size, int_dt):
+  """(per-dimension indices padded with 0, number of nonzeros) for a traced ``arr``."""
+  from pyjax._src.lax import reductions as lax_r
+  zero = np.zeros((), _dtype_of(arr))
+  mask = arr if _dtype_of(arr) == dtypes.bool_ else lax_e.ne(arr, zero)
+  flat_mask = _ravel(mask)
+  m = lax_e.convert_element_type(flat_mask, int_dt)
+  count = lax_r.reduce_sum(m, (0,))
+  if not n:
+    return [_full((size,), 0, int_dt) for _ in shape], count
+  # scatter each True entry's flat position to its rank; ranks >= size are dropped, and the
+  # padding keeps ``n``, which unravels to index 0 in every dimension
+  rank = lax_e.sub(lax_r.cumsum(m, 0), np.ones((), int_dt))
+  target = _where(flat_mask, rank, np.array(size, int_dt))
+  base = _full((size,), n, int_dt)
+  flat = _IndexUpdateRef(base, target).set(lax_s.iota(int_dt, n), mode="drop")
+  coords = []
+  stride = n
+  for d in shape:
+    stride //= d
+    c = lax_e.div(flat, np.array(stride, int_dt))
+    coords.append(lax_e.rem(c, np.array(d, int_dt)))
+  return coords, count
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements of ``ravel(a)`` (see ``nonzero`` for ``size`` and
+  ``fill_value``)."""
+  check_arraylike("flatnonzero", a)
+  return nonzero(_flat(a), size=size, fill_value=fill_value)[0]
+
+
+def _flat(a):
+  arr = _asarray(a)
+  return lax_s.reshape(arr, (int(np.prod(_shape(arr), dtype=np.int64)),))
+
+
+def argwhere(a, *, size=None, fill_value=None):
+  """Indices of the nonzero elements as an ``(N, a.ndim)`` array (see ``nonzero`` for
+  ``size`` and ``fill_value``); a 0-d input gives shape ``(N, 0)``."""
+  check_arraylike("argwhere", a)
+  arr = _asarray(a)
+  nd = len(_shape(arr))
+  cols = nonzero(_flat(arr) if nd == 0 else arr, size=size, fill_value=fill_value)
+  from pyjax._src.numpy import manipulation
+  result = manipulation.stack(cols, axis=1)
+  if nd == 0:
+    return lax_s.reshape(result[:, :0], (_shape(result)[0], 0))
+  return result

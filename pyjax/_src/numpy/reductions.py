@@ -17,6 +17,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.lax import lax_api as lax
+from pyjax._src.lax import reductions as _lax_r
 from pyjax._src.numpy.util import (check_arraylike, promote_dtypes, promote_dtypes_inexact,
                                    canonicalize_axis)
 from pyjax._src.runtime.array import ArrayImpl
@@ -265,12 +266,45 @@ def _reduction(a, name, kind, *, has_identity=True, preproc=None, upcast_f16=Fal
   return _convert(result, result_dtype)
 
 
+# --- fast paths ---------------------------------------------------------------------------
+# A full reduction of a concrete, strongly typed Array whose dtype the reduction keeps is one
+# primitive: bind it directly (the general path below does the same after many checks).
+_ALL_AXES = [tuple(range(n)) for n in range(65)]
+_KEEP_DTYPE = frozenset([dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128])
+
+
+def _keeps_dtype_for_sum(d):
+  return d in _KEEP_DTYPE or d is dtypes.default_int_dtype() or d is dtypes.default_uint_dtype()
+
+
+def _full_reduce_fast(a, prim, sum_like):
+  """The result of reducing all of ``a`` with ``prim`` (reduce_sum/prod/max/min), or None
+  when ``a`` is not a plain concrete Array this shortcut applies to."""
+  aval = a.aval
+  d = aval.dtype
+  if aval.weak_type or not (_keeps_dtype_for_sum(d) if sum_like else
+                            (d in _KEEP_DTYPE or dtypes.is_int(d))):
+    return None
+  shape = aval.shape
+  if not sum_like and 0 in shape:
+    return None  # max/min of an empty array: the general path raises
+  axes = _ALL_AXES[len(shape)]
+  if prim is _lax_r.reduce_sum_p:
+    return prim.bind(a, axes=axes, out_sharding=None)
+  return prim.bind(a, axes=axes)
+
+
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
   """Sum of array elements over the given axes (jnp.sum).
 
   bool and narrow integers accumulate in the default integer width unless
   ``promote_integers=False``; float16/bfloat16 accumulate in float32."""
+  if (type(a) is ArrayImpl and axis is None and dtype is None and out is None
+      and not keepdims and initial is None and where is None and promote_integers):
+    r = _full_reduce_fast(a, _lax_r.reduce_sum_p, True)
+    if r is not None:
+      return r
   return _reduction(a, "sum", "sum", preproc=_cast_to_numeric, upcast_f16=dtype is None,
                     axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
                     where=where, promote_integers=promote_integers)
@@ -279,6 +313,11 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
   """Product of array elements over the given axes (jnp.prod)."""
+  if (type(a) is ArrayImpl and axis is None and dtype is None and out is None
+      and not keepdims and initial is None and where is None and promote_integers):
+    r = _full_reduce_fast(a, _lax_r.reduce_prod_p, True)
+    if r is not None:
+      return r
   return _reduction(a, "prod", "prod", preproc=_cast_to_numeric, upcast_f16=dtype is None,
                     axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial,
                     where=where, promote_integers=promote_integers)
@@ -286,12 +325,22 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """Maximum over the given axes (jnp.max); NaNs propagate."""
+  if (type(a) is ArrayImpl and axis is None and out is None and not keepdims
+      and initial is None and where is None):
+    r = _full_reduce_fast(a, _lax_r.reduce_max_p, False)
+    if r is not None:
+      return r
   return _reduction(a, "max", "max", has_identity=False, axis=axis, out=out,
                     keepdims=keepdims, initial=initial, where=where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """Minimum over the given axes (jnp.min); NaNs propagate."""
+  if (type(a) is ArrayImpl and axis is None and out is None and not keepdims
+      and initial is None and where is None):
+    r = _full_reduce_fast(a, _lax_r.reduce_min_p, False)
+    if r is not None:
+      return r
   return _reduction(a, "min", "min", has_identity=False, axis=axis, out=out,
                     keepdims=keepdims, initial=initial, where=where)
 

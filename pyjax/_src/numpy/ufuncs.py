@@ -14,6 +14,7 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src.lax import elementwise as lax
+from pyjax._src.runtime.array import ArrayImpl
 from pyjax._src.numpy.util import (promote_args, promote_args_inexact, promote_args_numeric,
                                    check_arraylike, promote_dtypes_inexact, asarray_weak,
                                    promote_shapes, promote_dtypes, promote_dtypes_numeric)
@@ -91,21 +92,33 @@ def _where(c, x, y):
   sc, sx, sy = np.shape(c), np.shape(x), np.shape(y)
   if sx != sy or (sc and sc != sx):
     from pyjax._src.lax import shapes as lax_s
-    shape = np.broadcast_shapes(sc, sx, sy)
+    try:
+      shape = np.broadcast_shapes(sc, sx, sy)
+    except ValueError:
+      raise ValueError("Incompatible shapes for broadcasting: shapes="
+                       f"{[tuple(sc), tuple(sx), tuple(sy)]}") from None
     c, x, y = (lax_s.broadcast_in_dim(v, shape, tuple(range(len(shape) - len(s), len(shape))))
                for v, s in ((c, sc), (x, sx), (y, sy)))
   return lax.select(c, x, y)
 
 
 # --- one-to-one wrappers ----------------------------------------------------------------
+_INEXACT = frozenset(d for d in dtypes.all_dtypes if dtypes.is_inexact(d))
+
+
 def _one_to_one_unop(name, lax_fn, inexact=False):
+  # fast path: a concrete Array that needs no promotion goes straight to lax
   if inexact:
     def f(x, /):
+      if type(x) is ArrayImpl and x.aval.dtype in _INEXACT:
+        return lax_fn(x)
       check_arraylike(name, x)
       x, = promote_dtypes_inexact(x)
       return lax_fn(x)
   else:
     def f(x, /):
+      if type(x) is ArrayImpl:
+        return lax_fn(x)
       check_arraylike(name, x)
       x, = promote_dtypes(x)
       return lax_fn(x)
@@ -146,18 +159,30 @@ tanh = _one_to_one_unop("tanh", lax.tanh, True)
 arcsinh = _one_to_one_unop("arcsinh", lax.asinh, True)
 arccosh = _one_to_one_unop("arccosh", lax.acosh, True)
 arctanh = _one_to_one_unop("arctanh", lax.atanh, True)
+# the array-API names are functions of their own (JAX's errors name them)
+asin = _one_to_one_unop("asin", lax.asin, True)
+acos = _one_to_one_unop("acos", lax.acos, True)
+atan = _one_to_one_unop("atan", lax.atan, True)
+asinh = _one_to_one_unop("asinh", lax.asinh, True)
+acosh = _one_to_one_unop("acosh", lax.acosh, True)
+atanh = _one_to_one_unop("atanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
 sign = _one_to_one_unop("sign", lax.sign)
 negative = _one_to_one_unop("negative", lax.neg)
-asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
-__all__ += ["asin", "acos", "atan", "asinh", "acosh", "atanh"]
 
 subtract = _one_to_one_binop("subtract", lax.sub)
 nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
-atan2 = arctan2
-__all__.append("atan2")
+
+
+@_export
+def atan2(x1, x2, /):
+  """jnp.atan2: arctan2 after NumPy-style promotion of both arguments (so a Python int
+  next to a uint8 array wraps to uint8 first, as in JAX)."""
+  return arctan2(*promote_args("atan2", x1, x2))
+
+
 equal = _one_to_one_binop("equal", lax.eq)
 not_equal = _one_to_one_binop("not_equal", lax.ne)
 
@@ -265,8 +290,7 @@ def _floor_like(name, lax_fn):
 floor = _floor_like("floor", lax.floor)
 ceil = _floor_like("ceil", lax.ceil)
 trunc = _floor_like("trunc", lambda x: _where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x)))
-fix = trunc
-__all__.append("fix")
+fix = trunc  # not exported: jax.numpy.fix was removed in JAX 0.10 (use trunc)
 
 
 @_export
@@ -274,8 +298,8 @@ def rint(x, /):
   """jnp.rint: round half to even; integer and bool inputs become the default float."""
   check_arraylike("rint", x)
   x = asarray_weak(x)
-  if _is_int(x) or _is_bool(x):
-    return lax._convert_element_type(x, dtypes.to_inexact_dtype(_dtype(x)), False)
+  if _is_int(x) or _is_bool(x):  # the default float (float64 with x64), as JAX
+    return lax._convert_element_type(x, dtypes.default_float_dtype(), False)
   if _is_complex(x):
     return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
   return lax.round(x, _RM.TO_NEAREST_EVEN)
@@ -333,6 +357,7 @@ def reciprocal(x, /):
 
 @_export
 def log2(x, /):
+  """jnp.log2: base-2 logarithm, computed as log(x) / log(2) like JAX."""
   check_arraylike("log2", x)
   x, = promote_dtypes_inexact(x)
   if _is_complex(x):
@@ -344,6 +369,7 @@ def log2(x, /):
 
 @_export
 def log10(x, /):
+  """jnp.log10: base-10 logarithm, computed as log(x) * log10(e) like JAX."""
   check_arraylike("log10", x)
   x, = promote_dtypes_inexact(x)
   r = lax.log(x)
@@ -356,6 +382,7 @@ def log10(x, /):
 
 @_export
 def deg2rad(x, /):
+  """jnp.deg2rad (jnp.radians): x * pi / 180."""
   check_arraylike("deg2rad", x)
   x, = promote_dtypes_inexact(x)
   return lax.mul(x, _const(x, np.pi / 180))
@@ -363,6 +390,7 @@ def deg2rad(x, /):
 
 @_export
 def rad2deg(x, /):
+  """jnp.rad2deg (jnp.degrees): x * 180 / pi."""
   check_arraylike("rad2deg", x)
   x, = promote_dtypes_inexact(x)
   return lax.mul(x, _const(x, 180 / np.pi))
@@ -397,6 +425,7 @@ def i0(x):
 # --- classification ---------------------------------------------------------------------
 @_export
 def isfinite(x, /):
+  """jnp.isfinite: True where x is neither infinite nor NaN (always for integers)."""
   check_arraylike("isfinite", x)
   x = asarray_weak(x)
   if _is_float(x):
@@ -416,6 +445,7 @@ def _isinf(x):
 
 @_export
 def isinf(x, /):
+  """jnp.isinf: True where x is +inf or -inf (complex: either part)."""
   check_arraylike("isinf", x)
   return _isinf(asarray_weak(x))
 
@@ -426,6 +456,7 @@ def _isnan(x):
 
 @_export
 def isnan(x, /):
+  """jnp.isnan: True where x is NaN (x != x)."""
   check_arraylike("isnan", x)
   return _isnan(asarray_weak(x))
 
@@ -445,7 +476,9 @@ def _isposneginf(name, value):
 
 
 isposinf = _isposneginf("isposinf", np.inf)
+isposinf.__doc__ = "jnp.isposinf: True where x is +inf (False for integers)."
 isneginf = _isposneginf("isneginf", -np.inf)
+isneginf.__doc__ = "jnp.isneginf: True where x is -inf (False for integers)."
 
 
 def _signbit(x):
@@ -465,6 +498,7 @@ def _signbit(x):
 
 @_export
 def signbit(x, /):
+  """jnp.signbit: True where the sign bit is set (-0.0 included); complex is an error."""
   check_arraylike("signbit", x)
   return _signbit(asarray_weak(x))
 
@@ -481,6 +515,7 @@ def copysign(x1, x2, /):
 # --- complex parts ----------------------------------------------------------------------
 @_export
 def real(val, /):
+  """jnp.real: the real part (real inputs are returned as arrays)."""
   check_arraylike("real", val)
   val = asarray_weak(val)
   return lax.real(val) if _is_complex(val) else val
@@ -488,6 +523,7 @@ def real(val, /):
 
 @_export
 def imag(val, /):
+  """jnp.imag: the imaginary part (zeros for real inputs)."""
   check_arraylike("imag", val)
   val = asarray_weak(val)
   return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
@@ -495,6 +531,7 @@ def imag(val, /):
 
 @_export
 def conjugate(x, /):
+  """jnp.conjugate (jnp.conj): complex conjugate; real inputs are returned unchanged."""
   check_arraylike("conjugate", x)
   x = asarray_weak(x)
   return lax.conj(x) if _is_complex(x) else x
@@ -506,14 +543,19 @@ __all__.append("conj")
 
 @_export
 def angle(z, deg=False):
-  """jnp.angle: the argument of z (atan2(imag, real)), in degrees if ``deg``."""
+  """jnp.angle: the argument of z (atan2(imag, real)), in degrees if ``deg``.  Integer and
+  bool inputs, and (as in JAX) 0-d real floating inputs, give the default float dtype."""
   check_arraylike("angle", z)
   z = asarray_weak(z)
+  d = _dtype(z)
   if _is_complex(z):
     re, im = lax.real(z), lax.imag(z)
   else:
-    re = lax._convert_element_type(z, dtypes.to_inexact_dtype(_dtype(z)), False)
-    im = _constant_like(re, 0)
+    re, im = z, _full_like(z, 0)
+  if not dtypes.is_inexact(d) or (dtypes.is_float(d) and not np.shape(z)):
+    f = dtypes.default_float_dtype()
+    re = lax.convert_element_type(re, f)
+    im = lax.convert_element_type(im, f)
   out = lax.atan2(im, re)
   return lax.mul(out, _const(out, 180 / np.pi)) if deg else out
 
@@ -528,6 +570,7 @@ def _logical_binop(name, lax_fn):
     x1, x2 = promote_args(name, x1, x2)
     return lax_fn(_to_bool(x1), _to_bool(x2))
   f.__name__ = f.__qualname__ = name
+  f.__doc__ = f"jnp.{name}: elementwise, on the truth values (x != 0) of the arguments."
   __all__.append(name)
   return f
 
@@ -539,6 +582,7 @@ logical_xor = _logical_binop("logical_xor", lax.bitwise_xor)
 
 @_export
 def logical_not(x, /):
+  """jnp.logical_not: not x, for any dtype (x != 0)."""
   check_arraylike("logical_not", x)
   return lax.bitwise_not(_to_bool(asarray_weak(x)))
 
@@ -548,22 +592,34 @@ bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
 bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
 
 
-@_export
-def bitwise_not(x, /):
-  check_arraylike("bitwise_not", x)
-  return lax.bitwise_not(asarray_weak(x))
+def _bitwise_not(name):
+  def f(x, /):
+    check_arraylike(name, x)
+    return lax.bitwise_not(asarray_weak(x))
+  f.__name__ = f.__qualname__ = name
+  f.__doc__ = f"jnp.{name}: bitwise not of integers, logical not of booleans."
+  __all__.append(name)
+  return f
 
 
-invert = bitwise_not
-bitwise_invert = bitwise_not
-__all__ += ["invert", "bitwise_invert"]
+bitwise_not = _bitwise_not("bitwise_not")
+invert = _bitwise_not("invert")
+bitwise_invert = _bitwise_not("bitwise_invert")
 
 
-@_export
-def left_shift(x1, x2, /):
-  """jnp.left_shift: x1 << x2 (booleans are promoted to the default integer)."""
-  x1, x2 = promote_args_numeric("left_shift", x1, x2)
-  return lax.shift_left(x1, x2)
+def _left_shift(name):
+  def f(x1, x2, /):
+    x1, x2 = promote_args_numeric(name, x1, x2)
+    return lax.shift_left(x1, x2)
+  f.__name__ = f.__qualname__ = name
+  f.__doc__ = (f"jnp.{name}: x1 << x2 (booleans become int32); shifts by the bit width "
+               "or more give 0.")
+  __all__.append(name)
+  return f
+
+
+left_shift = _left_shift("left_shift")
+bitwise_left_shift = _left_shift("bitwise_left_shift")
 
 
 @_export
@@ -575,8 +631,8 @@ def right_shift(x1, x2, /):
   return lax.shift_right_arithmetic(x1, x2)
 
 
-bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
-__all__ += ["bitwise_left_shift", "bitwise_right_shift"]
+bitwise_right_shift = right_shift
+__all__ += ["bitwise_right_shift"]
 
 
 @_export
@@ -659,11 +715,16 @@ def divmod(x1, x2, /):  # noqa: A001
   return _float_divmod(x1, x2)
 
 
-def _is_static_int(x):
-  """A concrete integer exponent that jnp.power turns into lax.integer_pow."""
-  if isinstance(x, (int, np.integer)) and not isinstance(x, np.bool_):
-    return True
-  return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu"
+def _static_int(x):
+  """The exponent as a Python int when it is concrete and usable as an index (Python ints
+  and bools, NumPy integer scalars, concrete 0-d integer arrays): jnp.power then uses
+  lax.integer_pow, as JAX does.  None otherwise."""
+  if isinstance(x, core.Tracer):
+    return None
+  try:
+    return operator.index(x)
+  except TypeError:
+    return None
 
 
 @_export
@@ -675,9 +736,12 @@ def power(x1, x2, /):
   repeated squaring over the low 6 bits of the exponent (like JAX); float x1 with an
   integer array x2 uses ``lax.pow`` with the integer exponent."""
   check_arraylike("power", x1, x2)
-  if _is_static_int(x2):
+  if hasattr(x2, "__jax_array__"):
+    x2 = x2.__jax_array__()
+  y = _static_int(x2)
+  if y is not None:
     x1, = promote_dtypes_numeric(x1)
-    return lax.integer_pow(x1, int(x2))
+    return lax.integer_pow(x1, y)
   x2_int = _is_int(x2) if not isinstance(x2, (bool, float, complex)) else False
   x1p, x2p = promote_args_numeric("power", x1, x2)
   d = _dtype(x1p)
@@ -692,8 +756,8 @@ def power(x1, x2, /):
 def _int_power(x1, x2):
   """Repeated squaring over the low 6 bits of the exponent, as JAX does for integer
   arrays (x ** 64 and beyond overflows every integer type)."""
-  zero, one = _const(x1, 0), _const(x1, 1)
-  acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, _const(x2, 0))), zero, one)
+  zero, one = _constant_like(x2, 0), _constant_like(x2, 1)  # strong, as JAX's
+  acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
   for _ in range(6):
     acc = _where(lax.ne(lax.bitwise_and(x2, one), zero), lax.mul(acc, x1), acc)
     x1 = lax.mul(x1, x1)
@@ -764,7 +828,8 @@ def hypot(x1, x2, /):
 @_export
 def heaviside(x1, x2, /):
   """jnp.heaviside: 0 for x1 < 0, 1 for x1 > 0, x2 at 0 (NaN x1 gives NaN)."""
-  x1, x2 = promote_args_inexact("heaviside", x1, x2)
+  check_arraylike("heaviside", x1, x2)
+  x1, x2 = promote_dtypes_inexact(x1, x2)  # shapes broadcast in the selects, as JAX's
   zero, one = _const(x1, 0), _const(x1, 1)
   mid = _where(_isnan(x1), x1, x2)
   return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), one, mid))
@@ -780,7 +845,7 @@ def _complex_or_real_cmp(x1, x2, real_cmp):
 @_export
 def fmax(x1, x2):
   """jnp.fmax: elementwise maximum that ignores NaNs (complex: lexicographic)."""
-  x1, x2 = promote_args("fmax", x1, x2)
+  x1, x2 = promote_args("greater", x1, x2)  # JAX's errors come from jnp.greater
   pick = lax.bitwise_or(_complex_or_real_cmp(x1, x2, lax.gt), _isnan(x2))
   return _where(pick, x1, x2)
 
@@ -788,7 +853,7 @@ def fmax(x1, x2):
 @_export
 def fmin(x1, x2):
   """jnp.fmin: elementwise minimum that ignores NaNs (complex: lexicographic)."""
-  x1, x2 = promote_args("fmin", x1, x2)
+  x1, x2 = promote_args("less", x1, x2)  # JAX's errors come from jnp.less
   pick = lax.bitwise_or(_complex_or_real_cmp(x1, x2, lax.lt), _isnan(x2))
   return _where(pick, x1, x2)
 
@@ -815,11 +880,16 @@ def _gcd(a, b):
 @_export
 def gcd(x1, x2):
   """jnp.gcd: greatest common divisor of integers."""
-  x1, x2 = promote_args("gcd", x1, x2)
+  check_arraylike("gcd", x1, x2)
+  x1, x2 = promote_dtypes(x1, x2)  # the dtype check comes before any shape check
   if not _is_int(x1):
     raise ValueError("Arguments to jax.numpy.gcd must be integers.")
   a, b = absolute(x1), absolute(x2)
-  shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+  try:
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+  except ValueError:
+    raise ValueError("Incompatible shapes for broadcasting: shapes="
+                     f"{[tuple(np.shape(a)), tuple(np.shape(b))]}") from None
   if np.shape(a) != shape or np.shape(b) != shape:
     from pyjax._src.lax import shapes as lax_s
     a = lax_s.broadcast_in_dim(a, shape, tuple(range(len(shape) - np.ndim(a), len(shape))))
@@ -830,7 +900,8 @@ def gcd(x1, x2):
 @_export
 def lcm(x1, x2):
   """jnp.lcm: least common multiple of integers (0 if either is 0)."""
-  x1, x2 = promote_args("lcm", x1, x2)
+  check_arraylike("lcm", x1, x2)
+  x1, x2 = promote_dtypes(x1, x2)
   if not _is_int(x1):
     raise ValueError("Arguments to jax.numpy.lcm must be integers.")
   a, b = absolute(x1), absolute(x2)
@@ -878,19 +949,23 @@ def _frexp(x):
 
 @_export
 def ldexp(x1, x2, /):
-  """jnp.ldexp: x1 * 2**x2 for integer x2, without intermediate overflow."""
+  """jnp.ldexp: x1 * 2**x2 without intermediate overflow.  x2 must be an integer (or
+  bool); the result has x1's inexact dtype (x2 does not take part in promotion)."""
   check_arraylike("ldexp", x1, x2)
   d1, d2 = _dtype(x1), _dtype(x2)
-  if not (dtypes.is_int(d2) or d2 == dtypes.bool_):
+  if dtypes.is_complex(d1) or dtypes.is_inexact(d2):
     raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
-  x1, x2 = promote_args_inexact("ldexp", x1, x2)
-  m, e = _frexp(x1)
-  e = lax.add(lax.convert_element_type(e, _dtype(x1)), x2)
+  x1, = promote_dtypes_inexact(x1)
+  d = _dtype(x1)
+  x2 = lax.convert_element_type(asarray_weak(x2), d)
+  x1b, x2 = promote_shapes("ldexp", x1, x2)
+  m, e = _frexp(x1b)
+  e = lax.add(lax.convert_element_type(e, d), x2)
   pos = lax.gt(e, _const(e, 0))
   m = _where(pos, lax.mul(m, _const(m, 2)), m)
   e = _where(pos, lax.sub(e, _const(e, 1)), e)
   x = lax.mul(m, lax.pow(_const(e, 2), e))
-  return _where(lax.bitwise_or(_isinf(x1), lax.eq(x1, _const(x1, 0))), x1, x)
+  return _where(lax.bitwise_or(_isinf(x1b), lax.eq(x1b, _const(x1b, 0))), x1, x)
 
 
 @_export

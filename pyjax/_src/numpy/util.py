@@ -37,6 +37,12 @@ def promote_dtypes(*args):
   """Cast all arguments to their common (JAX-promoted) dtype, keeping weak types."""
   if len(args) < 2:
     return [asarray_weak(x) for x in args]
+  if len(args) == 2:
+    x, y = args
+    if type(x) is ArrayImpl and type(y) is ArrayImpl:  # fast path: nothing to convert
+      ax, ay = x.aval, y.aval
+      if (ax.dtype is ay.dtype or ax.dtype == ay.dtype) and ax.weak_type == ay.weak_type:
+        return [x, y]
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
   return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
@@ -59,8 +65,8 @@ def constant(x, to_dtype, weak=False, position=0):
   traced program sees a literal or constant, not a conversion).  Python ints must fit the
   default integer type (JAX's OverflowError); inside that range they wrap like C casts."""
   if type(x) is int:
-    info = np.iinfo(dtypes.default_int_dtype())
-    if not info.min <= x <= info.max:
+    lo, hi = _INT_BOUNDS[dtypes.default_int_dtype()]
+    if not lo <= x <= hi:
       path = _arg_names[position] if position < 2 else f"args[{position}]"
       raise OverflowError("An overflow was encountered while parsing an argument to a jitted "
                           f"computation, whose argument path is {path}. Got <class 'int'> "
@@ -68,8 +74,10 @@ def constant(x, to_dtype, weak=False, position=0):
     x = np.int64(x)
   if to_dtype == dtypes.bool_:
     buf = np.asarray(np.asarray(x) != 0)
+  elif to_dtype in _INT_BOUNDS and type(x) is np.int64:
+    buf = np.asarray(x).astype(to_dtype)  # integer to integer wraps silently
   else:
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # float overflow to inf, NaN to int: as XLA, silently
       buf = np.asarray(x).astype(to_dtype)
   return ArrayImpl(buf, ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_), None, False)
 
@@ -92,10 +100,12 @@ def promote_dtypes_inexact(*args):
 
 
 def promote_dtypes_numeric(*args):
+  """Promote, then move a bool result to int32 (JAX's ``to_numeric_dtype``: int32 even
+  with x64 enabled)."""
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
   if to_dtype == dtypes.bool_:
-    to_dtype = dtypes.default_int_dtype()
+    to_dtype = dtypes.int32
   return [_cast(x, a, to_dtype, weak, i) for i, (x, a) in enumerate(zip(args, avals))]
 
 
@@ -113,8 +123,8 @@ def promote_shapes(fun_name, *args):
   shapes = [_aval(x).shape for x in args]
   nd = max(len(s) for s in shapes)
   if all(len(s) == nd or len(s) == 0 for s in shapes):
-    # lax broadcasts rank-0 and size-1 dims itself; still check compatibility
-    _check_broadcastable(fun_name, shapes)
+    # lax broadcasts rank-0 and size-1 dims itself and raises its TypeError for
+    # incompatible sizes, as JAX leaves equal-rank operands to lax
     return list(args)
   mode = config.jax_numpy_rank_promotion
   if mode != "allow":
@@ -151,18 +161,26 @@ def _scalar_like(aval, y):
   d = aval.dtype
   t = type(y)
   if t is float:
-    if not dtypes.is_float(d):
+    if d not in _FLOATS:
       return None
+    if not -_FMAX[d] < y < _FMAX[d]:  # overflows to inf (or inf/NaN): silently, as XLA
+      with np.errstate(all="ignore"):
+        return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
   elif t is int:
-    if d.kind in "iu":
-      info = np.iinfo(d)
-      if not info.min <= y <= info.max:
+    bounds = _INT_BOUNDS.get(d)
+    if bounds is not None:
+      if not bounds[0] <= y <= bounds[1]:
         return None
-    elif not dtypes.is_float(d):
+    elif d not in _FLOATS:
       return None
   else:
     return None
   return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
+
+
+_FLOATS = frozenset(dtypes.float_dtypes)
+_FMAX = {d: float(dtypes.finfo(d).max) for d in dtypes.float_dtypes}
+_INT_BOUNDS = {d: (int(dtypes.iinfo(d).min), int(dtypes.iinfo(d).max)) for d in dtypes.int_dtypes}
 
 
 def promote_args(fun_name, *args):

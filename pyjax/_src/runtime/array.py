@@ -96,6 +96,9 @@ class ArrayImpl(Array):
     b = self._buf
     if isinstance(b, PendingBuffer):
       b = b.result()
+    elif type(b) is _DeletedBuffer:
+      raise RuntimeError("Array has been deleted with shape="
+                         f"{self.aval.str_short(short_dtypes=False)}.")
     if type(b) is not np.ndarray:
       b = np.asarray(b)
     self._buf = b
@@ -106,6 +109,10 @@ class ArrayImpl(Array):
     return self._data()
 
   def block_until_ready(self):
+    if type(self._buf) is _DeletedBuffer:
+      from pyjax._src.errors import JaxRuntimeError
+      raise JaxRuntimeError("INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or "
+                            "donated buffer")
     self._data()
     return self
 
@@ -308,8 +315,8 @@ class ArrayImpl(Array):
 
 
 class _DeletedBuffer:
-  def result(self):
-    raise RuntimeError("Array has been deleted.")
+  """The buffer of a deleted Array: every read raises (see ``ArrayImpl._resolve``)."""
+  __slots__ = ()
 
 
 class Shard:

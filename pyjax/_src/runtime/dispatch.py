@@ -30,7 +30,11 @@ def _to_numpy(x):
   t = type(x)
   if t in _scalar_types:
     d = dtypes.python_scalar_dtype(t)
-    return np.array(x, d), ShapedArray((), d, t is not bool)
+    try:
+      b = np.array(x, d)
+    except OverflowError:
+      raise OverflowError(f"Python int {x} too large to convert to {d.name}") from None
+    return b, ShapedArray((), d, t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
     d = dtypes.canonicalize_dtype(x.dtype)
     b = np.asarray(x, d)
@@ -67,6 +71,23 @@ def _device_error(prim, args, devs):
 
 
 def apply_primitive(prim, args, params):
+  """Run ``prim`` now on NumPy buffers and wrap the result as Array(s)."""
+  n = len(args)
+  if n <= 2:
+    # fast path: one or two uncommitted Arrays with ready buffers (the common eager case)
+    x = args[0] if n else None
+    if type(x) is ArrayImpl and not x._committed:
+      bx = x._buf
+      if type(bx) is np.ndarray:
+        if n == 1:
+          out_aval = prim._abstract_eval(x.aval, **params)
+          return _finish(prim, prim.name, out_aval, (bx,), params, None, False)
+        y = args[1]
+        if type(y) is ArrayImpl and not y._committed:
+          by = y._buf
+          if type(by) is np.ndarray:
+            out_aval = prim._abstract_eval(x.aval, y.aval, **params)
+            return _finish(prim, prim.name, out_aval, (bx, by), params, None, False)
   bufs = []
   avals = []
   device = None
@@ -88,16 +109,21 @@ def apply_primitive(prim, args, params):
   if mixed:
     devs = [x._device if type(x) is ArrayImpl and x._committed else None for x in args]
     raise _device_error(prim, args, devs)
-  out_aval = prim.abstract_eval(*avals, **params)
-  impl = _impls.get(prim.name)
+  out_aval = prim._abstract_eval(*avals, **params)
+  return _finish(prim, prim.name, out_aval, bufs, params, device, device is not None)
+
+
+def _finish(prim, name, out_aval, bufs, params, device, committed):
+  impl = _impls.get(name)
   if impl is None:
-    raise NotImplementedError(f"The cpu backend has no eager implementation of {prim.name}")
+    raise NotImplementedError(f"The cpu backend has no eager implementation of {name}")
   out = impl(*bufs, **params)
-  committed = device is not None
   if device is None:
     device = _devices.default_device()
   if prim.multiple_results:
     return [_wrap(o, a, device, committed) for o, a in zip(out, out_aval)]
+  if type(out) is np.ndarray and out.dtype is out_aval.dtype:
+    return ArrayImpl(out, out_aval, device, committed)
   return _wrap(out, out_aval, device, committed)
 
 

@@ -1,7 +1,8 @@
-"""jax.scipy.signal: N-d convolution and correlation on lax.conv_general_dilated.
+"""jax.scipy.signal: N-d convolution and correlation on lax.conv_general_dilated, FFT
+convolution, detrending, and the windowed-FFT family (stft, istft, csd, welch).
 
-Differs from JAX: ``method='fft'`` computes the same result with the direct method (no
-FFT primitive is used), and list inputs raise TypeError (JAX raises AttributeError).
+Differs from JAX: list inputs raise TypeError (JAX raises AttributeError).  The spectral
+functions are in ``signal_spectral.py``.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pyjax._src.numpy.reductions import lax, _asarray
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes_inexact
 from pyjax._src.numpy.linalg_ops import _conj, _flip_all
 
-__all__ = ["convolve", "correlate", "convolve2d", "correlate2d"]
+__all__ = ["convolve", "correlate", "convolve2d", "correlate2d"]  # + signal_spectral
 
 _MODES = ("full", "same", "valid")
 
@@ -52,9 +53,13 @@ def _arrays(name, *xs):
 
 def convolve(in1, in2, mode="full", method="auto", precision=None):
   """N-d convolution of two arrays of equal rank (one must be at least as large as the
-  other in every dimension).  Integer inputs give floats."""
+  other in every dimension).  Integer inputs give floats; ``method='fft'`` uses
+  ``fftconvolve``."""
   in1, in2 = _arrays("convolve", in1, in2)
-  if method not in ("auto", "direct", "fft"):
+  if method == "fft":
+    from pyjax._src.scipy.signal_spectral import fftconvolve
+    return fftconvolve(in1, in2, mode=mode)
+  if method not in ("auto", "direct"):
     raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
   return _convolve_nd(in1, in2, mode, precision=precision)
 

@@ -1,0 +1,1 @@
+"""jax.scipy.sparse."""

@@ -1,0 +1,2 @@
+"""pyjax.scipy.cluster."""
+from pyjax.scipy.cluster import vq  # noqa: F401

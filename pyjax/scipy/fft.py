@@ -1,0 +1,2 @@
+"""pyjax.scipy.fft (thin re-exports of pyjax._src.scipy.fft)."""
+from pyjax._src.scipy.fft import dct, dctn, idct, idctn  # noqa: F401

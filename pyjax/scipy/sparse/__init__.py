@@ -1,0 +1,2 @@
+"""pyjax.scipy.sparse."""
+from pyjax.scipy.sparse import linalg  # noqa: F401

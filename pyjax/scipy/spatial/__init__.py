@@ -1,0 +1,2 @@
+"""pyjax.scipy.spatial."""
+from pyjax.scipy.spatial import transform  # noqa: F401
