@@ -246,6 +246,10 @@ def test_pad(data):
       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=nd, max_size=nd)
       .map(tuple)), label="pad_width")
   mode = data.draw(st.sampled_from(_PAD_MODES), label="mode")
+  if mode == "mean" and x.dtype.kind == "c":
+    # (XLA folds the mean of one element, x / 1, to x; a complex NumPy division by 1+0j
+    # turns a NaN imaginary part into NaN+NaNj)
+    x = np.nan_to_num(x)
   kw = {}
   if mode == "constant" and data.draw(st.booleans()):
     kw["constant_values"] = data.draw(hs.python_scalars("if"), label="cv")

@@ -302,6 +302,9 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
   ``promote_integers=False``; float16/bfloat16 accumulate in float32."""
   if (type(a) is ArrayImpl and axis is None and dtype is None and out is None
       and not keepdims and initial is None and where is None and promote_integers):
+    aval = a.aval
+    if aval.dtype in _KEEP_DTYPE and not aval.weak_type:  # the hot path, inlined
+      return _lax_r.reduce_sum_p.bind(a, axes=_ALL_AXES[len(aval.shape)], out_sharding=None)
     r = _full_reduce_fast(a, _lax_r.reduce_sum_p, True)
     if r is not None:
       return r

@@ -742,13 +742,12 @@ def power(x1, x2, /):
   if y is not None:
     x1, = promote_dtypes_numeric(x1)
     return lax.integer_pow(x1, y)
-  x2_int = _is_int(x2) if not isinstance(x2, (bool, float, complex)) else False
   x1p, x2p = promote_args_numeric("power", x1, x2)
-  d = _dtype(x1p)
-  if dtypes.is_int(d):
+  if dtypes.is_int(_dtype(x1p)):
     return _int_power(x1p, x2p)
-  if x2_int and dtypes.is_inexact(d):
-    x1b, x2b = promote_shapes("power", x1p, asarray_weak(x2))
+  if dtypes.is_inexact(_dtype(x1)) and _is_int(x2):
+    # an inexact base with an integer exponent: lax.pow on the unpromoted operands
+    x1b, x2b = promote_shapes("power", asarray_weak(x1), asarray_weak(x2))
     return lax.pow(x1b, x2b)
   return lax.pow(x1p, x2p)
 
