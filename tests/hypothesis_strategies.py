@@ -16,7 +16,7 @@ import contextlib
 import inspect
 import math
 import os
-import warnings  # noqa: F401 -- also used by the test modules
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -162,7 +162,7 @@ def elements(name, min_value=None, max_value=None, allow_nan=True, allow_inf=Tru
   finite = st.floats(lo, hi, width=width, allow_nan=False, allow_infinity=False,
                      allow_subnormal=False)
   zero_ok = (lo is None or lo <= 0) and (hi is None or hi >= 0)
-  specials = ([-0.0] if zero_ok else [lo]) + ([math.nan] if allow_nan else []) + (
+  specials = ([-0.0] if zero_ok else [lo if lo is not None else hi]) + ([math.nan] if allow_nan else []) + (
       [math.inf, -math.inf] if allow_inf else [])
   # about one element in four is special (NaN, +-inf, -0.0)
   real = st.one_of(finite, finite, finite, st.sampled_from(specials))

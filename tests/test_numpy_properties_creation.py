@@ -9,7 +9,7 @@ import pytest
 from hypothesis import strategies as st
 
 import hypothesis_strategies as hs
-from hypothesis_strategies import assert_same, check, check_grad, prop, x64_mode
+from hypothesis_strategies import check, check_grad, prop, x64_mode
 
 jax = pytest.importorskip("jax")
 
@@ -306,5 +306,3 @@ def test_grad_creation(data):
     return jnp.sum(y * (1 + jnp.arange(y.size).reshape(y.shape) % 3))
   check_grad(f, x, rtol=1e-5, atol=1e-5)
 
-
-_ = assert_same

@@ -3,7 +3,6 @@ against real JAX: unary functions on every dtype with NaN/inf/-0.0 inputs, binar
 functions with broadcasting, mixed-dtype promotion (x64 on and off) and Python scalars
 (weak types, overflowing ints), integer division/shift edge cases, comparisons and logical
 ops; grads of the differentiable ones."""
-import math
 
 import numpy as np
 import pytest

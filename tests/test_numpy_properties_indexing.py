@@ -5,6 +5,8 @@ lists; ``x.at[idx].set/add/multiply/min/max/get`` with every mode, value broadca
 dtype casts; take/take_along_axis/put_along_axis; nonzero/flatnonzero/argwhere with
 ``size``/``fill_value`` -- on every dtype, with x64 on and off; grads of gathers and
 scatters."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -69,10 +71,6 @@ def indices(draw, shape, allow_oob_int=True, allow_bool=True, allow_list=True):
   return tuple(entries)
 
 
-def _describe(idx):
-  return repr(idx)
-
-
 @prop(n=40, slow=500, data=st.data(), x64=st.booleans())
 def test_getitem(data, x64):
   with x64_mode(x64):
@@ -108,14 +106,14 @@ def test_at_updates(data, x64):
     if mode == "promise_in_bounds":
       mode = None
     try:
-      with hs.warnings.catch_warnings():
-        hs.warnings.simplefilter("ignore")
+      with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         out_shape = jax.eval_shape(lambda x: jax.numpy.asarray(x)[idx], x).shape
     except Exception:  # noqa: BLE001 -- an invalid index: both must raise
       out_shape = ()
     vshape = data.draw(st.sampled_from([out_shape, out_shape[1:], (), (1,) * len(out_shape)]),
                        label="vshape")
-    v = data.draw(st.one_of(hs.python_scalars("bif").map(lambda s: s),
+    v = data.draw(st.one_of(hs.python_scalars("bif"),
                             st.sampled_from(["bool", "int8", "int32", "float32",
                                              x.dtype.name if x.dtype != hs.bf16 else "bfloat16"]
                                             ).flatmap(lambda d: hs.arrays(

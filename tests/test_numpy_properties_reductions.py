@@ -50,11 +50,7 @@ def test_reductions(data, x64):
     axis = data.draw(hs.axes_for(x.ndim), label="axis")
     if fname in _ORDER and x.dtype.kind == "c":
       x = np.where(np.isnan(x), 0, x).astype(x.dtype)   # (see test_complex_nan_max)
-    kw = {}
-    if fname not in ("count_nonzero", "ptp"):
-      kw["keepdims"] = data.draw(st.booleans(), label="keepdims")
-    elif fname == "ptp":
-      kw["keepdims"] = data.draw(st.booleans(), label="keepdims")
+    kw = {"keepdims": data.draw(st.booleans(), label="keepdims")}
     if fname in _SUMLIKE + _MOMENTS and data.draw(st.booleans(), label="dtype?"):
       kw["dtype"] = data.draw(st.sampled_from(["float32", "int32", "complex64", "float16"]),
                               label="dtype_arg")
