@@ -717,16 +717,15 @@ def atleast_3d(*arys):
 
 
 # --- selection --------------------------------------------------------------------------
+from pyjax._src.runtime.array import ArrayImpl as _ArrayImpl  # noqa: E402
+
+
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   """``x`` where ``condition`` else ``y`` (with broadcasting and promotion).  The one-argument
   form is ``jnp.nonzero(condition, size=..., fill_value=...)``."""
   if x is None and y is None:
     check_arraylike("where", condition)
-    import pyjax.numpy as jnp
-    nonzero = getattr(jnp, "nonzero", None)
-    if nonzero is None:
-      raise NotImplementedError("jnp.where(condition) needs jnp.nonzero, which is not "
-                                "available yet")
+    from pyjax._src.numpy.indexing import nonzero
     return nonzero(condition, size=size, fill_value=fill_value)
   if size is not None or fill_value is not None:
     raise ValueError("size and fill_value arguments cannot be used in three-term where function.")
@@ -734,6 +733,11 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
 
 def _where(condition, x, y):
+  # fast path: a bool Array condition and two Arrays of one shape, dtype and weak type
+  if (type(condition) is _ArrayImpl and type(x) is _ArrayImpl and type(y) is _ArrayImpl
+      and condition.dtype == dtypes.bool_ and x.aval == y.aval
+      and condition.shape == x.shape):
+    return lax_e.select_n(condition, y, x)
   check_arraylike("where", condition, x, y)
   condition = _asarray(condition)
   if condition.dtype != dtypes.bool_:
