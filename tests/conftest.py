@@ -39,3 +39,17 @@ def x64():
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _ = np
+
+
+@pytest.fixture(params=["float32", "float64"])
+def dtype(request):
+  """Run a test (shared by the grad tests) in float32 and (with x64 enabled) in float64."""
+  if request.param == "float32":
+    yield np.float32
+    return
+  prev = pyjax.config.jax_enable_x64
+  pyjax.config.update("jax_enable_x64", True)
+  try:
+    yield np.float64
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)

@@ -24,20 +24,6 @@ custom_jvp, custom_vjp, stop_gradient = A.custom_jvp, A.custom_vjp, A.stop_gradi
 f32, f64 = np.float32, np.float64
 
 
-@pytest.fixture(params=["float32", "float64"])
-def dtype(request):
-  """Run a test in float32 and (with x64 enabled) in float64."""
-  if request.param == "float32":
-    yield np.float32
-    return
-  prev = pyjax.config.jax_enable_x64
-  pyjax.config.update("jax_enable_x64", True)
-  try:
-    yield np.float64
-  finally:
-    pyjax.config.update("jax_enable_x64", prev)
-
-
 def _np(x):
   return np.asarray(x)
 

@@ -21,19 +21,6 @@ from pyjax._src.lax import windowed as W
 FAMILY_MODULES = [elementwise, shapes, slicing, reductions, windowed, dot, convolution, sorting]
 
 
-@pytest.fixture(params=["float32", "float64"])
-def dtype(request):
-  if request.param == "float32":
-    yield np.float32
-    return
-  prev = pyjax.config.jax_enable_x64
-  pyjax.config.update("jax_enable_x64", True)
-  try:
-    yield np.float64
-  finally:
-    pyjax.config.update("jax_enable_x64", prev)
-
-
 def _tol(dt):
   return (dict(eps=1e-3, rtol=3e-2, atol=3e-2, rev=2e-3) if dt == np.float32
           else dict(eps=1e-6, rtol=1e-5, atol=1e-6, rev=1e-9))
