@@ -501,6 +501,25 @@ def _stack(arrays, axis_shape, pos, lead_shape, dtype):
   return shapes.reshape_p.bind(cat, new_sizes=full, dimensions=None, sharding=None)
 
 
+def _linearize_dyn(fun, args, kwargs, argnums, leaves, in_tree, has_aux, forward):
+  """Linearize ``fun`` in its ``argnums`` arguments (flattened to ``leaves``); returns the
+  primal output leaves, the linear function, aux and a cell holding the output tree."""
+  out_tree_cell = []
+
+  def f(*leaves_):
+    d = tree_util.tree_unflatten(in_tree, leaves_)
+    out = fun(*_substitute(args, argnums, d), **kwargs)
+    out, aux = _split_aux(out, has_aux)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_cell.append(out_tree)
+    for o in out_leaves:
+      _check_arg(o)
+    return out_leaves, aux
+
+  out_p, lin, aux = ad.linearize_flat(f, leaves, forward=forward, has_aux=True)
+  return out_p, lin, aux, out_tree_cell
+
+
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
   """The Jacobian of ``fun`` by forward mode: one Jacobian-vector product per input
   element, evaluated on one linearization.  The result nests the input structure inside
@@ -516,19 +535,8 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     leaves, in_tree = tree_util.tree_flatten(dyn)
     for x in leaves:
       _check_input_dtype_jacfwd(holomorphic, x)
-    out_tree_cell = []
-
-    def f(*leaves_):
-      d = tree_util.tree_unflatten(in_tree, leaves_)
-      out = fun(*_substitute(args, argnums, d), **kwargs)
-      out, aux = _split_aux(out, has_aux)
-      out_leaves, out_tree = tree_util.tree_flatten(out)
-      out_tree_cell.append(out_tree)
-      for o in out_leaves:
-        _check_arg(o)
-      return out_leaves, aux
-
-    out_p, lin, aux = ad.linearize_flat(f, leaves, forward=True, has_aux=True)
+    out_p, lin, aux, out_tree_cell = _linearize_dyn(fun, args, kwargs, argnums, leaves,
+                                                    in_tree, has_aux, forward=True)
     for o in out_p:
       _check_output_dtype_jacfwd(holomorphic, o)
     in_avals = [core.get_aval(x) for x in leaves]
@@ -569,19 +577,8 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     leaves, in_tree = tree_util.tree_flatten(dyn)
     for x in leaves:
       _check_input_dtype_revderiv("jacrev", holomorphic, allow_int, x)
-    out_tree_cell = []
-
-    def f(*leaves_):
-      d = tree_util.tree_unflatten(in_tree, leaves_)
-      out = fun(*_substitute(args, argnums, d), **kwargs)
-      out, aux = _split_aux(out, has_aux)
-      out_leaves, out_tree = tree_util.tree_flatten(out)
-      out_tree_cell.append(out_tree)
-      for o in out_leaves:
-        _check_arg(o)
-      return out_leaves, aux
-
-    out_p, lin, aux = ad.linearize_flat(f, leaves, forward=False, has_aux=True)
+    out_p, lin, aux, out_tree_cell = _linearize_dyn(fun, args, kwargs, argnums, leaves,
+                                                    in_tree, has_aux, forward=False)
     for o in out_p:
       _check_output_dtype_revderiv("jacrev", holomorphic, o)
     in_avals = [core.get_aval(x) for x in leaves]
