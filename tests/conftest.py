@@ -1,4 +1,5 @@
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -10,6 +11,18 @@ import pytest
 os.environ.setdefault("PYJAX_COMPILE", "off")
 
 import pyjax  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _restore_x64():
+  """No test leaks ``jax_enable_x64`` into the next one (in pyjax or in the JAX oracle)."""
+  prev = pyjax.config.jax_enable_x64
+  yield
+  if pyjax.config.jax_enable_x64 != prev:
+    pyjax.config.update("jax_enable_x64", prev)
+  real_jax = sys.modules.get("jax")
+  if real_jax is not None and real_jax.config.jax_enable_x64 != prev:
+    real_jax.config.update("jax_enable_x64", prev)
 
 
 @pytest.fixture

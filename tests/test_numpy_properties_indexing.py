@@ -123,6 +123,11 @@ def test_at_updates(data, x64):
       # (complex NaN: see test_complex_nan_scatter_max)
       x = np.nan_to_num(x)
       v = np.nan_to_num(v) if isinstance(v, np.ndarray) else v
+    if op == "power" and x.dtype.kind == "c":
+      # complex power of huge/inf/NaN bases: JAX's eager and jitted results differ from
+      # each other there (e.g. (inf-1.5e16j)**1), so keep the bases moderate
+      x = (np.clip(np.nan_to_num(x.real), -4, 4) +
+           1j * np.clip(np.nan_to_num(x.imag), -4, 4)).astype(x.dtype)
     if op in ("divide", "power") and x.dtype.kind not in "fc":
       op = "add"       # (integer divide/power: JAX raises on the dtype; tested separately)
     kw = {} if mode is None else {"mode": mode}

@@ -106,12 +106,10 @@ def compare(ours_fn, ref_fn, ulps=8, context=""):
       assert ok.all(), f"{context}: pyjax={on[~ok]} jax={rn[~ok]}"
 
 
-@pytest.fixture(scope="module",
-                params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["x32", "x64"])
+@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["x32", "x64"])
 def mode(request):
-  """x64 off (default run) and on (exhaustive run).  Module-scoped, so pytest runs all the
-  x32 cases, then all the x64 ones (JAX compiles every new signature: the default run
-  keeps to the x32 grid)."""
+  """x64 off (default run) and on (exhaustive run).  Function-scoped: a module-scoped x64
+  fixture would stay on while the module's other tests run."""
   jax = pytest.importorskip("jax")
   prev, jprev = pyjax.config.jax_enable_x64, jax.config.jax_enable_x64
   pyjax.config.update("jax_enable_x64", request.param)

@@ -248,6 +248,10 @@ def _cumsum(x, axis):
 
 def _cumprod(x, axis):
   xu = _up(x)
+  if xu.dtype.kind == "c":
+    # XLA's windowed product starts from the init value 1+0j, so even the first element
+    # goes through a complex multiply ((nan+0j) * 1 = nan+nanj); np.cumprod copies it.
+    xu = xu * xu.dtype.type(1)
   return np.cumprod(xu, axis=axis, dtype=xu.dtype)
 
 
