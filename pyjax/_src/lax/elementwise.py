@@ -211,6 +211,9 @@ select_n_p = core.Primitive("select_n")
 
 @select_n_p.def_abstract_eval
 def _select_n_abstract(which, *cases):
+  if (len(cases) == 2 and which.dtype == dtypes.bool_ and cases[0] == cases[1]
+      and (not which.shape or which.shape == cases[0].shape)):
+    return cases[0]      # the common case (jnp.where of matching arrays), checked fast
   if not cases:
     raise ValueError("select_n() must have at least one case")
   if which.dtype != dtypes.bool_ and not dtypes.is_int(which.dtype):

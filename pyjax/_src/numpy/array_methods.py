@@ -82,6 +82,8 @@ def _astype(self, dtype, copy=False, device=None):
 
 
 def _reshape(self, *args, order="C", **kwargs):
+  if not kwargs and args:
+    return _np_mod().reshape(self, args[0] if len(args) == 1 else args, order=order)
   shape = kwargs.pop("shape", kwargs.pop("newshape", None))
   if shape is None:
     shape = args[0] if len(args) == 1 else args

@@ -25,6 +25,7 @@ from pyjax._src.numpy.util import check_arraylike, is_arraylike, promote_dtypes
 from pyjax._src.runtime.array import Array, ArrayImpl
 
 from pyjax import lax
+from pyjax._src.lax.shapes import reshape_p as _reshape_p
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "moveaxis",
            "swapaxes", "rollaxis", "squeeze", "expand_dims", "stack", "hstack", "vstack",
@@ -125,6 +126,11 @@ def _compute_newshape(arr, newshape):
 def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
   """Reshape ``a``; one dimension may be -1.  ``order`` 'C' or 'F' ('A' is not supported,
   as in JAX)."""
+  if order == "C" and type(a) is ArrayImpl:
+    new = _fast_newshape(a, shape)
+    if new is not None:
+      return a if new == a.shape and new else _reshape_p.bind(
+          a, new_sizes=new, dimensions=None, sharding=None)
   a = _arr("reshape", a)
   new = _compute_newshape(a, shape)
   if order == "C":
@@ -136,6 +142,21 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
   if order == "A":
     raise NotImplementedError("np.reshape order=A is not implemented.")
   raise ValueError(f"Unexpected value for 'order' argument: {order}.")
+
+
+def _fast_newshape(a, shape):
+  """The new shape for the eager fast path (a concrete Array, a tuple of non-negative
+  Python ints or one int, same total size), or None to take the general path."""
+  if type(shape) is int:
+    shape = (shape,)
+  elif type(shape) is not tuple:
+    return None
+  n = 1
+  for d in shape:
+    if type(d) is not int or d < 0:
+      return None
+    n *= d
+  return shape if n == a.size else None
 
 
 def ravel(a, order="C", *, out_sharding=None):
