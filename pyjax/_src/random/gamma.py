@@ -25,7 +25,7 @@ from pyjax._src.lax import lax_api as lax
 from pyjax._src.random import prng
 from pyjax._src.random.keys import _check_prng_key, _split
 from pyjax._src.random.samplers import (
-    _static_jit, _user_dtype, _check_float_dtype, _shape, _check_shape,
+    _static_jit, _user_dtype, _check_float_dtype, _shape, _check_shape, _float_args,
     _check_broadcast_shapes, _check_all_safe_to_cast, _uniform_rng_bits,
     _uniform_from_bits, _const, exponential, rademacher)
 import pyjax.numpy as jnp
@@ -75,7 +75,7 @@ def _gamma_each(keys, alpha, log_space):
   for every (key, alpha) pair: keys (n, 2), alpha (n,)."""
   dtype = alpha.dtype
   c_ = lambda v: np.array(v, dtype)
-  zero, one, two, minus_one = c_(0), c_(1), c_(2), c_(-1)
+  zero, one = c_(0), c_(1)
   one_over_two, one_over_three, squeeze_const = c_(0.5), c_(1.0 / 3.0), c_(0.0331)
   n = alpha.shape[0]
   full = lambda v: lax.full((n,), v, dtype)
@@ -290,11 +290,7 @@ def _dirichlet(key, alpha, shape, dtype):
 
 def t(key, df, shape=None, dtype=None):
   """Student's t samples ``n * sqrt(df / 2 / gamma(df / 2))``."""
-  key, _ = _check_prng_key("t", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("t", dtype)
-  shape = _check_broadcast_shapes("t", shape, df)
-  _check_all_safe_to_cast("t", dtype, df)
+  key, shape, dtype = _float_args("t", key, shape, dtype, df)
   return _t(key, df, shape, dtype)
 
 
@@ -316,11 +312,7 @@ def _t(key, df, shape, dtype):
 
 def chisquare(key, df, shape=None, dtype=None):
   """Chi-square samples ``2 * exp(loggamma(df / 2))``."""
-  key, _ = _check_prng_key("chisquare", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("chisquare", dtype)
-  shape = _check_broadcast_shapes("chisquare", shape, df)
-  _check_all_safe_to_cast("chisquare", dtype, df)
+  key, shape, dtype = _float_args("chisquare", key, shape, dtype, df)
   return _chisquare(key, df, shape, dtype)
 
 
@@ -335,11 +327,7 @@ def _chisquare(key, df, shape, dtype):
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
   """F-distribution samples: a ratio of scaled chi-square samples."""
-  key, _ = _check_prng_key("f", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("f", dtype)
-  shape = _check_broadcast_shapes("f", shape, dfnum, dfden)
-  _check_all_safe_to_cast("f", dtype, dfnum, dfden)
+  key, shape, dtype = _float_args("f", key, shape, dtype, dfnum, dfden)
   return _f(key, dfnum, dfden, shape, dtype)
 
 

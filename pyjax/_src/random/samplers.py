@@ -20,7 +20,6 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src.api import jit
-from pyjax._src.config import config
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import utils as lax_utils
 from pyjax._src.lax.utils import canonicalize_shape
@@ -48,6 +47,20 @@ def _user_dtype(dtype, default=float):
 def _check_float_dtype(name, dtype, what="a float dtype", kind=np.floating):
   if not dtypes.issubdtype(dtype, kind):
     raise ValueError(f"dtype argument to `{name}` must be {what}, got {dtype}")
+
+
+def _float_args(name, key, shape, dtype, *params):
+  """The checked ``(key, shape, dtype)`` of the float sampler ``name``: a typed key, the
+  float dtype (default float), and the sample shape (broadcast with ``params``' shapes, which
+  must cast safely to the dtype, when the sampler has parameters)."""
+  key, _ = _check_prng_key(name, key)
+  dtype = _user_dtype(dtype)
+  _check_float_dtype(name, dtype)
+  if not params:
+    return key, _shape(shape), dtype
+  shape = _check_broadcast_shapes(name, shape, *params)
+  _check_all_safe_to_cast(name, dtype, *params)
+  return key, shape, dtype
 
 
 def _shape(shape):
@@ -449,10 +462,7 @@ def _orthogonal(key, n, _m, shape, dtype):
 
 def maxwell(key, shape=(), dtype=None):
   """Maxwell samples: the norm of three standard normals."""
-  key, _ = _check_prng_key("maxwell", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("maxwell", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("maxwell", key, shape, dtype)
   return _maxwell(key, shape, dtype)
 
 
@@ -465,10 +475,7 @@ def _maxwell(key, shape, dtype):
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
   """A Maxwell sample with a random sign, scaled and shifted; the result shape is
   ``shape + broadcast(loc, scale).shape`` (as JAX)."""
-  key, _ = _check_prng_key("double_sided_maxwell", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("double_sided_maxwell", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("double_sided_maxwell", key, shape, dtype)
   return _double_sided_maxwell(key, loc, scale, shape, dtype)
 
 
@@ -532,10 +539,7 @@ def _rademacher(key, shape, dtype):
 def gumbel(key, shape=(), dtype=None, mode=None):
   """Standard Gumbel samples ``-log(-log(u))``; ``mode`` 'high'/'highest' use more bits
   near 0 (default: 'low')."""
-  key, _ = _check_prng_key("gumbel", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("gumbel", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("gumbel", key, shape, dtype)
   if mode is None:
     mode = "low"
   if mode not in ("highest", "high", "low"):
@@ -616,10 +620,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
 # --- samplers from one uniform ------------------------------------------------------------
 def exponential(key, shape=(), dtype=None):
   """Standard exponential samples ``-log1p(-u)``."""
-  key, _ = _check_prng_key("exponential", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("exponential", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("exponential", key, shape, dtype)
   return _exponential(key, shape, dtype)
 
 
@@ -632,10 +633,7 @@ def _exponential(key, shape, dtype):
 
 def laplace(key, shape=(), dtype=None):
   """Standard Laplace samples."""
-  key, _ = _check_prng_key("laplace", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("laplace", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("laplace", key, shape, dtype)
   return _laplace(key, shape, dtype)
 
 
@@ -648,10 +646,7 @@ def _laplace(key, shape, dtype):
 
 def logistic(key, shape=(), dtype=None):
   """Standard logistic samples ``log(u) - log1p(-u)``."""
-  key, _ = _check_prng_key("logistic", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("logistic", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("logistic", key, shape, dtype)
   return _logistic(key, shape, dtype)
 
 
@@ -664,10 +659,7 @@ def _logistic(key, shape, dtype):
 
 def cauchy(key, shape=(), dtype=None):
   """Standard Cauchy samples ``tan(pi * (u - 1/2))``."""
-  key, _ = _check_prng_key("cauchy", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("cauchy", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("cauchy", key, shape, dtype)
   return _cauchy(key, shape, dtype)
 
 
@@ -681,11 +673,7 @@ def _cauchy(key, shape, dtype):
 
 def pareto(key, b, shape=None, dtype=None):
   """Pareto samples ``exp(e / b)`` with ``e`` standard exponential."""
-  key, _ = _check_prng_key("pareto", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("pareto", dtype)
-  shape = _check_broadcast_shapes("pareto", shape, b)
-  _check_all_safe_to_cast("pareto", dtype, b)
+  key, shape, dtype = _float_args("pareto", key, shape, dtype, b)
   return _pareto(key, b, shape, dtype)
 
 
@@ -698,11 +686,7 @@ def _pareto(key, b, shape, dtype):
 
 def rayleigh(key, scale, shape=None, dtype=None):
   """Rayleigh samples ``scale * sqrt(-2 log u)``."""
-  key, _ = _check_prng_key("rayleigh", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("rayleigh", dtype)
-  shape = _check_broadcast_shapes("rayleigh", shape, scale)
-  _check_all_safe_to_cast("rayleigh", dtype, scale)
+  key, shape, dtype = _float_args("rayleigh", key, shape, dtype, scale)
   return _rayleigh(key, scale, shape, dtype)
 
 
@@ -718,11 +702,7 @@ def _rayleigh(key, scale, shape, dtype):
 
 def wald(key, mean, shape=None, dtype=None):
   """Wald (inverse Gaussian) samples with unit shape parameter."""
-  key, _ = _check_prng_key("wald", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("wald", dtype)
-  shape = _check_broadcast_shapes("wald", shape, mean)
-  _check_all_safe_to_cast("wald", dtype, mean)
+  key, shape, dtype = _float_args("wald", key, shape, dtype, mean)
   return _wald(key, mean, shape, dtype)
 
 
@@ -765,11 +745,7 @@ def _geometric(key, p, shape, dtype):
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
   """Triangular samples on ``[left, right]`` with peak ``mode`` (inverse CDF)."""
-  key, _ = _check_prng_key("triangular", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("triangular", dtype)
-  shape = _check_broadcast_shapes("triangular", shape, left, mode, right)
-  _check_all_safe_to_cast("triangular", dtype, left, mode, right)
+  key, shape, dtype = _float_args("triangular", key, shape, dtype, left, mode, right)
   return _triangular(key, left, mode, right, shape, dtype)
 
 
@@ -787,10 +763,7 @@ def _triangular(key, left, mode, right, shape, dtype):
 
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
   """Weibull samples ``scale * (-log1p(-u)) ** (1 / concentration)``."""
-  key, _ = _check_prng_key("weibull_min", key)
-  dtype = _user_dtype(dtype)
-  _check_float_dtype("weibull_min", dtype)
-  shape = _shape(shape)
+  key, shape, dtype = _float_args("weibull_min", key, shape, dtype)
   return _weibull_min(key, scale, concentration, shape, dtype)
 
 
