@@ -4,6 +4,7 @@ algorithm, as JAX).  Only ``type=2`` and ``norm`` None/'backward'/'ortho' are su
 in JAX."""
 from __future__ import annotations
 
+import functools
 import math
 import operator
 
@@ -73,13 +74,25 @@ def _expand(v, ndim, axis):
   return lax.expand_dims(v, [a for a in range(ndim) if a != axis])
 
 
+def _real_transform(fn):
+  """Shared argument handling of the DCTs: ``x`` array-like, type 2 and a known ``norm``;
+  a complex input is transformed as its real and imaginary parts."""
+  name = fn.__name__
+
+  @functools.wraps(fn)
+  def transform(x, type=2, *args, norm=None, **kw):
+    x = _arr(name, x)
+    _check(name, type, norm)
+    if dtypes.issubdtype(x.dtype, np.complexfloating):
+      return lax.complex(transform(x.real, type, *args, norm=norm, **kw),
+                         transform(x.imag, type, *args, norm=norm, **kw))
+    return fn(x, type, *args, norm=norm, **kw)
+  return transform
+
+
+@_real_transform
 def dct(x, type=2, n=None, axis=-1, norm=None):
   """The type-2 DCT along ``axis`` (zero-padded or truncated to ``n``)."""
-  x = _arr("dct", x)
-  _check("dct", type, norm)
-  if dtypes.issubdtype(x.dtype, np.complexfloating):
-    return lax.complex(dct(x.real, type=type, n=n, norm=norm, axis=axis),
-                       dct(x.imag, type=type, n=n, norm=norm, axis=axis))
   axis = canonicalize_axis(axis, x.ndim)
   if n is not None:
     x = _pad_to(x, axis, n)
@@ -127,13 +140,9 @@ def _pad_many(x, s, axes):
                  [(0, ns[a] - x.shape[a] if a in ns else 0, 0) for a in range(x.ndim)])
 
 
+@_real_transform
 def dctn(x, type=2, s=None, axes=None, norm=None):
   """The multidimensional type-2 DCT over ``axes`` (sizes ``s``)."""
-  x = _arr("dctn", x)
-  _check("dctn", type, norm)
-  if dtypes.issubdtype(x.dtype, np.complexfloating):
-    return lax.complex(dctn(x.real, type=type, s=s, norm=norm, axes=axes),
-                       dctn(x.imag, type=type, s=s, norm=norm, axes=axes))
   s, axes = _axes_and_sizes(x, s, axes)
   if len(axes) == 1:
     return dct(x, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
@@ -146,13 +155,9 @@ def dctn(x, type=2, s=None, axes=None, norm=None):
   return x
 
 
+@_real_transform
 def idct(x, type=2, n=None, axis=-1, norm=None):
   """The inverse of the type-2 DCT (a scaled type-3 DCT) along ``axis``."""
-  x = _arr("idct", x)
-  _check("idct", type, norm)
-  if dtypes.issubdtype(x.dtype, np.complexfloating):
-    return lax.complex(idct(x.real, type=type, n=n, norm=norm, axis=axis),
-                       idct(x.imag, type=type, n=n, norm=norm, axis=axis))
   axis = canonicalize_axis(axis, x.ndim)
   if n is not None:
     x = _pad_to(x, axis, n)
@@ -168,13 +173,9 @@ def idct(x, type=2, n=None, axis=-1, norm=None):
   return _deinterleave(jnp_fft.ifft(x, axis=axis).real, axis)
 
 
+@_real_transform
 def idctn(x, type=2, s=None, axes=None, norm=None):
   """The multidimensional inverse type-2 DCT."""
-  x = _arr("idctn", x)
-  _check("idctn", type, norm)
-  if dtypes.issubdtype(x.dtype, np.complexfloating):
-    return lax.complex(idctn(x.real, type=type, s=s, norm=norm, axes=axes),
-                       idctn(x.imag, type=type, s=s, norm=norm, axes=axes))
   s, axes = _axes_and_sizes(x, s, axes)
   if len(axes) == 1:
     return idct(x, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
