@@ -411,10 +411,7 @@ def check_branch_outputs(api_name, name1, name2, f1, f2, tree1, avals1, tree2, a
              for p, t1, t2, expl in tree_util.equality_errors_pytreedef(tree1, tree2)]
     if not diffs:
       return
-    if len(diffs) == 1:
-      differences = f"{diffs[0]}.\n"
-    else:
-      differences = ("\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
+    differences = _bullets(diffs, capitalize=False)
     raise TypeError(
         f"{api_name} branch outputs must have the same pytree structure, but they differ:"
         f"\n\n{name1} is {info1}\n{name2} is {info2}\n\n{differences}\n"
@@ -424,14 +421,21 @@ def check_branch_outputs(api_name, name1, name2, f1, f2, tree1, avals1, tree2, a
              f"{a1.str_short(short_dtypes=False)} but the corresponding output of {name2} "
              f"has type {a2.str_short(short_dtypes=False)}{mismatch_extra(a1, a2)}"
              for p, a1, a2 in zip(paths, avals1, avals2) if not typematch(a1, a2)]
-    if len(diffs) == 1:
-      differences = f"{_capitalize(diffs[0])}.\n"
-    else:
-      differences = ("\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n")
+    differences = _bullets(diffs, gap=False)
     raise TypeError(
         f"{api_name} branches must have equal output types but they differ.\n\n"
         f"{name1} is {info1}\n{name2} is {info2}\n\n{differences}\n"
         f"Revise {name1} and/or {name2} so that all output types match.")
+
+
+def _bullets(diffs, capitalize=True, gap=True):
+  """JAX's text for a list of type/structure differences: one sentence, or a bullet list
+  (with blank lines between the items when ``gap``, as JAX's messages differ there)."""
+  if len(diffs) == 1:
+    return f"{_capitalize(diffs[0]) if capitalize else diffs[0]}.\n"
+  if gap:
+    return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+  return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}.\n"
 
 
 def _first_param_name(fun):
@@ -470,10 +474,7 @@ def check_carry_type(name, body_fun, in_tree, in_avals, out_tree, out_avals):
                    in_tree.unflatten(list(in_avals)), out_unflat)]
       if not diffs:
         return
-      if len(diffs) == 1:
-        differences = f"{_capitalize(diffs[0])}.\n"
-      else:
-        differences = ("\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
+      differences = _bullets(diffs)
     raise TypeError(
         f"{name} function carry input and carry output must have the same pytree "
         f"structure, but they differ:\n\n{differences}\n"
@@ -486,10 +487,7 @@ def check_carry_type(name, body_fun, in_tree, in_avals, out_tree, out_avals):
              f"corresponding output carry component has type "
              f"{b.str_short(short_dtypes=False)}{mismatch_extra(a, b)}"
              for p, a, b in zip(paths, in_avals, out_avals) if not typematch(a, b)]
-    if len(diffs) == 1:
-      differences = f"{_capitalize(diffs[0])}.\n"
-    else:
-      differences = ("\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n")
+    differences = _bullets(diffs)
     raise TypeError(
         f"{name} function carry input and carry output must have equal types, but they "
         f"differ:\n\n{differences}\n"
