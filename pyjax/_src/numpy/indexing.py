@@ -780,25 +780,25 @@ class _IndexUpdateRef:
 
   mul = multiply
 
-  def _ones_like_array(self):
+  def _scattered_factors(self, values, indices_are_sorted, unique_indices, mode,
+                         wrap_negative_indices):
+    """Ones like the array with ``values`` multiplied in at the index (repeats multiply)."""
     aval = core.get_aval(self.array)
-    return _full(aval.shape, 1, aval.dtype, aval.weak_type)
+    ones = _full(aval.shape, 1, aval.dtype, aval.weak_type)
+    return _scatter_update(ones, self.index, values, slicing.scatter_mul, indices_are_sorted,
+                           unique_indices, mode=mode, normalize_indices=wrap_negative_indices)
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
              out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] /= values`` (as x / scatter_mul(ones, values), like JAX)."""
-    return ufuncs.divide(self.array, _scatter_update(
-        self._ones_like_array(), self.index, values, slicing.scatter_mul,
-        indices_are_sorted, unique_indices, mode=mode,
-        normalize_indices=wrap_negative_indices))
+    return ufuncs.divide(self.array, self._scattered_factors(
+        values, indices_are_sorted, unique_indices, mode, wrap_negative_indices))
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] **= values`` (as x ** scatter_mul(ones, values), like JAX)."""
-    return ufuncs.power(self.array, _scatter_update(
-        self._ones_like_array(), self.index, values, slicing.scatter_mul,
-        indices_are_sorted, unique_indices, mode=mode,
-        normalize_indices=wrap_negative_indices))
+    return ufuncs.power(self.array, self._scattered_factors(
+        values, indices_are_sorted, unique_indices, mode, wrap_negative_indices))
 
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
