@@ -8,7 +8,7 @@ from pyjax._src.runtime.devices import (  # noqa: F401
 from pyjax._src.runtime.devices import default_device_ctx as default_device  # noqa: F401
 from pyjax._src import core as _core  # noqa: F401
 from pyjax._src.api_device import (  # noqa: F401
-    device_put, device_get, block_until_ready, device_put_replicated)
+    device_put, device_get, block_until_ready, device_put_replicated, effects_barrier)
 from pyjax._src.runtime.devices import Device  # noqa: F401
 from pyjax._src.api import (  # noqa: F401
     jit, make_jaxpr, eval_shape, ShapeDtypeStruct, disable_jit, ensure_compile_time_eval)

@@ -46,6 +46,7 @@ from pyjax._src.interpreters.staging import jit_p
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime import dispatch
 from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+from pyjax._src.runtime.stream import PendingBuffer as _PendingBuffer
 
 __all__ = ["jit", "make_jaxpr", "eval_shape", "ShapeDtypeStruct", "disable_jit",
            "ensure_compile_time_eval", "Traced", "Lowered", "Compiled", "named_call",
@@ -717,10 +718,10 @@ class JitWrapped:
     donate = None
     if any(entry.donated):
       donate = _check_donations(entry, leaves)
-    outs = exe.fn(*bufs)
+    outs = _execute(exe, bufs)
     if donate:
       for i in donate:
-        leaves[i].delete()
+        leaves[i]._donate()
     out_dev = exe_dev
     arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
     if not kwargs and not any(entry.donated) and len(self._fast) < _MAX_FAST:
@@ -745,7 +746,7 @@ class JitWrapped:
     if next(avals, None) is not None:
       return
     try:
-      self._fast[key] = _make_fast_runner(exe.fn, entry.out_avals, entry.out_tree, dev,
+      self._fast[key] = _make_fast_runner(exe, entry.out_avals, entry.out_tree, dev,
                                           committed, spec)
     except TypeError:
       pass
@@ -779,60 +780,77 @@ class JitWrapped:
 _FAST_SCALARS = frozenset(dtypes.python_scalar_types)
 
 
-def _make_fast_runner(fn, out_avals, out_tree, dev, committed, spec):
+def _make_fast_runner(exe, out_avals, out_tree, dev, committed, spec):
   """The hit path of one cache entry: ``spec`` says per positional argument whether it is
-  an Array (None), a Python scalar (its dtype) or static (False)."""
+  an Array (None), a Python scalar (its dtype) or static (False).  Inputs still being
+  computed (pending) go to ``exe.call_pending``."""
   nd = np.ndarray
+  fn = exe.fn
   default_device = _devices.default_device
   if all(s is None for s in spec):
-    def buffers(args):
+    def call(args):
       bufs = [a._buf for a in args]
       for b in bufs:
         if type(b) is not nd:
-          return [_buffer(a, None) for a in args]
-      return bufs
+          return _execute(exe, [_buffer(a, None) for a in args])
+      return fn(*bufs)
   else:
     array = np.array
 
-    def buffers(args):
+    def call(args):
       bufs = []
+      pending = False
       for a, s in zip(args, spec):
         if s is None:
           b = a._buf
-          bufs.append(b if type(b) is nd else _buffer(a, None))
+          if type(b) is not nd:
+            b = _buffer(a, None)
+            pending = True
+          bufs.append(b)
         elif s is not False:
           bufs.append(array(a, s))
-      return bufs
+      return _execute(exe, bufs) if pending else fn(*bufs)
 
   if len(out_avals) == 1 and tree_util.treedef_is_leaf(out_tree):
     aval = out_avals[0]
 
     def run(args):
-      out = fn(*buffers(args))[0]
+      out = call(args)[0]
       return ArrayImpl(out, aval, dev if dev is not None else default_device(), committed)
     return run
 
   unflatten = out_tree.unflatten
 
   def run(args):
-    outs = fn(*buffers(args))
+    outs = call(args)
     d = dev if dev is not None else default_device()
     return unflatten([ArrayImpl(b, a, d, committed) for b, a in zip(outs, out_avals)])
   return run
 
 
 def _buffer(x, aval):
+  """The NumPy buffer of a jitted call's argument; a value still being computed stays a
+  ``PendingBuffer`` (``_execute`` hands those to the executable)."""
   if type(x) is ArrayImpl:
     b = x._buf
     if type(b) is not np.ndarray:
       if x.is_deleted():
         raise RuntimeError(f"Array has been deleted with shape={x.aval.str_short(short_dtypes=False)}.")
-      b = x._data()
+      if type(b) is not _PendingBuffer:
+        b = x._data()
     return b
   b, _ = dispatch._to_numpy(x)
   if b.dtype != aval.dtype:
     b = np.asarray(b, aval.dtype)
   return b
+
+
+def _execute(exe, bufs):
+  """``exe.fn(*bufs)``, or ``exe.call_pending(bufs)`` when some inputs are pending."""
+  for b in bufs:
+    if type(b) is not np.ndarray:
+      return exe.call_pending(bufs)
+  return exe.fn(*bufs)
 
 
 def _buffers(entry, leaves):
@@ -903,7 +921,7 @@ def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
     from pyjax._src.backends.cpu.executable import compile_jaxpr
     exe = cache[exe_dev] = compile_jaxpr(jaxpr, exe_dev, name)
   bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
-  outs = exe.fn(*bufs)
+  outs = _execute(exe, bufs)
   return [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
 
 
@@ -1136,7 +1154,7 @@ class Compiled:
     dev, committed = wrapped._placement(entry, leaves)
     out_dev = dev if dev is not None else self._exe.device
     bufs = [_buffer(x, a) for x, a in zip(leaves, avals)]
-    outs = self._exe.fn(*bufs)
+    outs = _execute(self._exe, bufs)
     return entry.out_tree.unflatten(
         [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)])
 

@@ -85,3 +85,10 @@ def block_until_ready(x):
     if f is not None:
       f()
   return x
+
+
+def effects_barrier():
+  """Wait until all work already dispatched to any device's stream has run (so its side
+  effects, e.g. callbacks, have happened).  Errors stay with their arrays."""
+  from pyjax._src.runtime import stream
+  stream.synchronize_all()

@@ -117,3 +117,17 @@ config.define("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE
               "Directory of the persistent compilation cache.")
 config.define("jax_dynamic_shapes", False, "Unsupported; accepted for compatibility.")
 config.define("jax_array", True, "Always true; accepted for compatibility.")
+
+# read on every asynchronous dispatch: mirrored into a module global
+cpu_async_dispatch = True
+
+
+def _set_cpu_async_dispatch(v):
+  global cpu_async_dispatch
+  cpu_async_dispatch = bool(v)
+
+
+config.define("jax_cpu_enable_async_dispatch", _env_bool("JAX_CPU_ENABLE_ASYNC_DISPATCH", True),
+              "Run natively compiled jitted computations on the device's stream (a worker "
+              "thread) and return at once; reading a value waits.",
+              on_update=_set_cpu_async_dispatch)

@@ -16,6 +16,7 @@ import numpy as np
 from pyjax._src import dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime.stream import PendingBuffer
 
 
 class Array(abc.ABC):
@@ -58,22 +59,6 @@ class SingleDeviceSharding:
     return {self._device}
 
 
-class PendingBuffer:
-  """A value being computed asynchronously; ``result()`` waits and re-raises errors."""
-  __slots__ = ("_event", "_value", "_error")
-
-  def __init__(self, event):
-    self._event = event
-    self._value = None
-    self._error = None
-
-  def result(self):
-    self._event.wait()
-    if self._error is not None:
-      raise self._error
-    return self._value
-
-
 class ArrayImpl(Array):
   __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
   __array_priority__ = 100
@@ -94,7 +79,7 @@ class ArrayImpl(Array):
 
   def _resolve(self):
     b = self._buf
-    if isinstance(b, PendingBuffer):
+    if type(b) is PendingBuffer:
       b = b.result()
     elif type(b) is _DeletedBuffer:
       raise RuntimeError("Array has been deleted with shape="
@@ -117,11 +102,12 @@ class ArrayImpl(Array):
     return self
 
   def is_ready(self):
+    """False while the value is still being computed asynchronously."""
     b = self._buf
-    return not isinstance(b, PendingBuffer) or b._event.is_set()
+    return type(b) is not PendingBuffer or b.done()
 
   def copy_to_host_async(self):
-    pass
+    """A no-op on CPU (the buffer is host memory); does not wait, as in JAX."""
 
   # -- metadata --------------------------------------------------------------------------
   @property
@@ -193,6 +179,16 @@ class ArrayImpl(Array):
     return self
 
   def delete(self):
+    """Free the buffer; a value still being computed is waited for first (an error of
+    that computation is dropped with it)."""
+    b = self._buf
+    if type(b) is PendingBuffer:
+      b.wait()
+    self._buf = _DeletedBuffer()
+
+  def _donate(self):
+    """Mark the array deleted because a computation took its buffer: no wait (work that
+    reads the buffer holds its own reference to it)."""
     self._buf = _DeletedBuffer()
 
   def is_deleted(self):

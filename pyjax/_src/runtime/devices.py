@@ -20,6 +20,7 @@ class Device:
   platform = "cpu"
   device_kind = "cpu"
   client = None
+  _stream = None
 
   def __init__(self, id, backend, process_index=0):
     self.id = id
@@ -36,6 +37,18 @@ class Device:
 
   def memory(self, kind=None):
     return "device"
+
+  @property
+  def stream(self):
+    """The device's stream: asynchronous work runs on it in order (``runtime.stream``)."""
+    s = self._stream
+    if s is None:
+      with _stream_lock:
+        s = self._stream
+        if s is None:
+          from pyjax._src.runtime.stream import Stream
+          s = self._stream = Stream(str(self))
+    return s
 
   def addressable_memories(self):
     return ["device"]
@@ -63,6 +76,7 @@ class Backend:
 
 
 _lock = threading.Lock()
+_stream_lock = threading.Lock()
 _backends: dict[str, Backend] | None = None
 class _ThreadDefault(threading.local):
   device = None

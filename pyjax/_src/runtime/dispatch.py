@@ -4,16 +4,29 @@
 the inputs' devices (computation follows committed data), computes the output aval with
 the primitive's abstract-eval rule (so eager errors equal traced ones), and calls the
 backend's NumPy implementation, keyed by the primitive's name.
+
+Asynchronous dispatch: a compute-bound primitive (``_ASYNC_EAGER``: matmuls, convolutions,
+FFTs) on at least ``_ASYNC_ELEMENTS`` elements is enqueued on its device's stream and
+returns an Array backed by a ``PendingBuffer`` (its inputs may be pending too: the stream
+waits for them).  Everything else runs synchronously (a pending input is waited for), so
+the per-op fast path is unchanged.  ``jax_cpu_enable_async_dispatch=False`` turns it off.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from pyjax._src import config as _config
 from pyjax._src import dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime import stream as _stream
 from pyjax._src.runtime.array import ArrayImpl
+from pyjax._src.runtime.stream import PendingBuffer
+
+# primitives worth a thread hand-off when large (NumPy/BLAS release the GIL for them)
+_ASYNC_EAGER = frozenset({"dot_general", "conv_general_dilated", "fft"})
+_ASYNC_ELEMENTS = 1 << 16
 
 _impls = cpu_eager.impls
 _scalar_types = dtypes.python_scalar_types
@@ -95,7 +108,10 @@ def apply_primitive(prim, args, params):
   for x in args:
     if type(x) is ArrayImpl:
       b = x._buf
-      bufs.append(b if type(b) is np.ndarray else x._resolve())
+      if type(b) is not np.ndarray and (type(b) is not PendingBuffer
+                                        or prim.name not in _ASYNC_EAGER):
+        b = x._resolve()
+      bufs.append(b)
       avals.append(x.aval)
       if x._committed:
         if device is None:
@@ -117,6 +133,10 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   impl = _impls.get(name)
   if impl is None:
     raise NotImplementedError(f"The cpu backend has no eager implementation of {name}")
+  if name in _ASYNC_EAGER:
+    res = _maybe_async(prim, impl, out_aval, bufs, params, device, committed)
+    if res is not None:
+      return res
   out = impl(*bufs, **params)
   if device is None:
     device = _devices.default_device()
@@ -125,6 +145,35 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   if type(out) is np.ndarray and out.dtype is out_aval.dtype:
     return ArrayImpl(out, out_aval, device, committed)
   return _wrap(out, out_aval, device, committed)
+
+
+def _maybe_async(prim, impl, out_aval, bufs, params, device, committed):
+  """Enqueue a large compute-bound primitive on the device's stream; None: run it now."""
+  big = False
+  for b in bufs:
+    if type(b) is PendingBuffer or b.size >= _ASYNC_ELEMENTS:
+      big = True
+  if not big or not _config.cpu_async_dispatch or _stream.in_worker():
+    if any(type(b) is PendingBuffer for b in bufs):   # (asynchronous dispatch turned off)
+      bufs[:] = [b.result() if type(b) is PendingBuffer else b for b in bufs]
+    return None
+  if device is None:
+    device = _devices.default_device()
+  multiple = prim.multiple_results
+  avals = list(out_aval) if multiple else [out_aval]
+
+  def work(*bs):
+    out = impl(*bs, **params)
+    outs = out if multiple else [out]
+    res = []
+    for o, a in zip(outs, avals):
+      if type(o) is not np.ndarray or o.dtype != a.dtype:
+        o = np.asarray(o, dtype=a.dtype)
+      res.append(o)
+    return res
+  pend = device.stream.submit(work, list(bufs), len(avals))
+  arrays = [ArrayImpl(p, a, device, committed) for p, a in zip(pend, avals)]
+  return arrays if multiple else arrays[0]
 
 
 def _wrap(out, aval, device, committed):

@@ -20,6 +20,15 @@ selects the mode: ``async`` (default), ``sync`` (compile before the first call r
 deterministic, used by tests that check native results), ``0``/``off`` (NumPy only).
 ``PYJAX_DEBUG=1`` logs every compilation (time, kernels, segments, NumPy steps).  Without a
 C compiler everything runs on the NumPy plan, with one warning.
+
+Asynchronous dispatch: once native, a program that touches at least ``_ASYNC_WORK``
+elements and has no effects is enqueued on its device's stream (``runtime/stream.py``) and
+``exe.fn`` returns ``PendingBuffer``s at once (unless ``jax_cpu_enable_async_dispatch`` is
+off, or the caller is a stream worker).  ``exe.call_pending(bufs)`` takes inputs that are
+themselves pending: a native program without effects is then enqueued whatever its size
+(the stream waits for them, not the caller); the NumPy tier and programs with effects
+(debug/IO callbacks: their output order stays the program order) resolve them and run
+synchronously.
 """
 from __future__ import annotations
 
@@ -33,12 +42,15 @@ import warnings
 
 import numpy as np
 
+from pyjax._src import config as _config
 from pyjax._src.backends.cpu import eager as cpu_eager
+from pyjax._src.runtime import stream as _stream
 
 _impls = cpu_eager.impls
 _counter = itertools.count()
 
 _BIG_PROGRAM = 1 << 16      # elements touched: compile natively from the first call
+_ASYNC_WORK = 1 << 16       # elements touched: native calls are enqueued on the stream
 _mode_override = None
 
 
@@ -72,7 +84,7 @@ class CpuExecutable:
   """A compiled jaxpr: ``exe.fn(*buffers)`` returns the list of output buffers.
   ``exe.tier`` is "numpy", "pending" or "native"."""
   __slots__ = ("fn", "source", "in_avals", "out_avals", "device", "name", "_impl",
-               "_closed", "_job", "native", "_calls", "_numpy_fn", "_work", "error",
+               "_closed", "_job", "native", "_calls", "_numpy_fn", "_work", "error", "_effects",
                "__weakref__")
 
   def __init__(self, numpy_fn, source, closed, device, name):
@@ -88,6 +100,7 @@ class CpuExecutable:
     self._job = None
     self._calls = 0
     self._work = _program_work(closed)
+    self._effects = bool(closed.jaxpr.effects)
     self._impl = numpy_fn
     cell = self
 
@@ -133,7 +146,27 @@ class CpuExecutable:
 
   def _install(self, native):
     self.native = native
-    self._impl = native.fn
+    if self._work >= _ASYNC_WORK and not self._effects:
+      self._impl = _async_native(self, native.fn)
+    else:
+      self._impl = native.fn
+
+  def _stream(self):
+    dev = self.device
+    if dev is None:
+      from pyjax._src.runtime import devices
+      dev = devices.default_device()
+    return dev.stream
+
+  def call_pending(self, bufs):
+    """Run on ``bufs``, some of which are ``PendingBuffer``s; returns the output buffers
+    (pending when the work was enqueued)."""
+    native = self.native
+    if (native is not None and not self._effects and _config.cpu_async_dispatch
+        and not _stream.in_worker()):
+      return self._stream().submit(native.fn, bufs, len(self.out_avals))
+    pb = _stream.PendingBuffer
+    return self.fn(*[b.result() if type(b) is pb else b for b in bufs])
 
   def as_text(self):
     """The generated code: the native program (host Python + C) once compiled, else the
@@ -146,6 +179,23 @@ class CpuExecutable:
 
   def __repr__(self):
     return f"CpuExecutable({self.name}, {self.tier})"
+
+
+def _async_native(exe, native_fn):
+  """``exe``'s native tier behind asynchronous dispatch (see the module docstring)."""
+  nout = len(exe.out_avals)
+  in_worker = _stream.in_worker
+  stream = None
+
+  def call(*bufs):
+    nonlocal stream
+    if _config.cpu_async_dispatch and not in_worker():
+      if stream is None:
+        stream = exe._stream()
+      return stream.submit(native_fn, bufs, nout)
+    return native_fn(*bufs)
+  call.__name__ = f"async_{getattr(native_fn, '__name__', 'native')}"
+  return call
 
 
 class _Job:

@@ -1,0 +1,172 @@
+"""Per-device streams: asynchronous, in-order execution of enqueued work.
+
+Each device owns one ``Stream`` (a daemon worker thread, started on first use) that runs
+the work enqueued on it in order.  ``Stream.submit(fn, bufs, nout)`` returns at once with
+``nout`` ``PendingBuffer`` slots; the worker resolves pending inputs (work enqueued earlier,
+so on the same stream they are already done), calls ``fn(*bufs)`` and fills the slots.
+``PendingBuffer.result()`` waits for its task and returns its value, or raises the
+exception the work raised (at every read, as JAX does).  The heavy native code called by
+the worker releases the GIL, so the Python thread that enqueued the work keeps running.
+
+Work submitted from a worker thread itself (a host callback inside asynchronous work that
+calls a jitted function) is never enqueued: the caller runs it synchronously, so a stream
+never waits for itself.  At interpreter exit every stream is drained first.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import threading
+
+_allocate_lock = threading.Lock
+
+
+class Task:
+  """One piece of enqueued work; ``lock`` is held until it is done."""
+  __slots__ = ("fn", "args", "lock", "done", "values", "error", "tb")
+
+  def __init__(self, fn, args):
+    self.fn = fn
+    self.args = args
+    self.lock = _allocate_lock()
+    self.lock.acquire()
+    self.done = False
+    self.values = None
+    self.error = None
+    self.tb = None
+
+  def wait(self):
+    """Wait until the work has run (no exception here; see ``result``)."""
+    if not self.done:
+      lock = self.lock
+      lock.acquire()
+      lock.release()
+
+  def run(self):
+    try:
+      args = self.args
+      for b in args:
+        if type(b) is PendingBuffer:
+          args = [a.result() if type(a) is PendingBuffer else a for a in args]
+          break
+      self.values = self.fn(*args)
+    except BaseException as e:  # noqa: BLE001  -- stored, raised at the first wait
+      self.error = e
+      self.tb = e.__traceback__
+    finally:
+      self.fn = self.args = None     # drop the inputs as soon as the work has run
+      self.done = True
+      self.lock.release()
+
+
+class PendingBuffer:
+  """Output ``index`` of an enqueued ``Task``: a future-like buffer slot."""
+  __slots__ = ("_task", "_index")
+
+  def __init__(self, task, index):
+    self._task = task
+    self._index = index
+
+  def done(self):
+    return self._task.done
+
+  def result(self):
+    """The NumPy buffer, waiting for the work; re-raises the work's exception."""
+    t = self._task
+    if not t.done:
+      t.wait()
+    e = t.error
+    if e is not None:
+      raise e.with_traceback(t.tb)   # the same exception at every read, its traceback reset
+    return t.values[self._index]
+
+  def wait(self):
+    """Wait without raising."""
+    self._task.wait()
+
+
+_tls = threading.local()
+_streams = []
+_streams_lock = threading.Lock()
+
+
+def in_worker():
+  """True on a stream's worker thread."""
+  return getattr(_tls, "worker", False)
+
+
+class Stream:
+  """An in-order queue of work for one device, run by one daemon thread."""
+
+  def __init__(self, name):
+    self.name = name
+    self._q = queue.SimpleQueue()
+    self._thread = None
+    self._last = None
+    self._start_lock = threading.Lock()
+    with _streams_lock:
+      _streams.append(self)
+
+  def _start(self):
+    with self._start_lock:
+      if self._thread is None:
+        t = threading.Thread(target=self._loop, name=f"pyjax-stream-{self.name}",
+                             daemon=True)
+        t.start()
+        self._thread = t
+
+  def submit(self, fn, bufs, nout):
+    """Enqueue ``fn(*bufs)`` (``bufs`` may hold PendingBuffers); returns ``nout``
+    PendingBuffers for its outputs."""
+    task = Task(fn, bufs)
+    if self._thread is None:
+      self._start()
+    self._q.put(task)
+    self._last = task
+    return [PendingBuffer(task, i) for i in range(nout)]
+
+  def idle(self):
+    t = self._last
+    return t is None or t.done
+
+  def synchronize(self):
+    """Wait until every piece of work enqueued so far has run."""
+    t = self._last
+    if t is not None:
+      t.wait()
+
+  def _loop(self):
+    _tls.worker = True
+    get = self._q.get
+    while True:
+      task = get()
+      task.run()
+      del task
+
+
+def synchronize_all():
+  """Wait for the work of every stream (errors stay with their arrays)."""
+  with _streams_lock:
+    streams = list(_streams)
+  for s in streams:
+    if not in_worker():
+      s.synchronize()
+
+
+atexit.register(synchronize_all)
+
+
+def _after_fork_in_child():
+  # worker threads do not survive fork: start fresh ones on demand
+  global _streams_lock
+  _streams_lock = threading.Lock()
+  for s in _streams:
+    s._q = queue.SimpleQueue()
+    s._thread = None
+    s._last = None
+    s._start_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_after_fork_in_child)
