@@ -111,6 +111,34 @@ def build_cases(lib, rng):
       return w - 0.1 * grad, None
     return jx.lax.scan(step, w, None, length=1000)[0]
 
+  def scan_10k(c):
+    def step(c, _):
+      return c * 0.99 + jnp.sin(c) * 0.01, None
+    return jx.lax.scan(step, c, None, length=10_000)[0]
+
+  def fori_10k(c):
+    return jx.lax.fori_loop(0, 10_000, lambda i, c: c * 0.999 + jnp.cos(c) * 0.001, c)
+
+  def conv_nchw(x, w):
+    return jx.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+
+  if lib == "pyjax":
+    import pyjax.scipy.signal as jsig
+  else:
+    import jax.scipy.signal as jsig
+  ax = np.arange(5, dtype=f32) - 2
+  gk = np.exp(-(ax[:, None] ** 2 + ax[None, :] ** 2) / 2).astype(f32)
+  gk /= gk.sum()
+
+  def blur(img):
+    return jnp.stack([jsig.convolve2d(img[:, :, ch], gk, mode="same") for ch in range(3)],
+                     axis=-1)
+
+  c16 = rng.standard_normal(16).astype(f32)
+  c4 = rng.standard_normal(4).astype(f32)
+  cx = rng.standard_normal((8, 3, 64, 64)).astype(f32)
+  cw = rng.standard_normal((16, 3, 3, 3)).astype(f32)
+  img = rng.random((667, 500, 3)).astype(f32)
   lx = rng.standard_normal((64, 4)).astype(f32)
   ly = rng.standard_normal(64).astype(f32)
   key = jx.random.key(0)
@@ -133,6 +161,10 @@ def build_cases(lib, rng):
       "vmap matvec 100x256": (jx.vmap(lambda v: mat @ v), (vm,), lambda v: v @ mat.T),
       "mlp step 784-512-512-10": (mlp_step, (params, xb, yb), None),
       "linreg 1000 steps (scan)": (linreg_1000, (np.zeros(4, f32), lx, ly), None),
+      "scan 10k steps, 16-wide carry": (scan_10k, (c16,), None),
+      "fori_loop 10k on 4 floats": (fori_10k, (c4,), None),
+      "conv NCHW 8x3x64x64 * 16x3x3x3": (conv_nchw, (cx, cw), None),
+      "blur 667x500x3 convolve2d": (blur, (img,), None),
       "random.normal 1M": (lambda k: jx.random.normal(k, (1_000_000,)), (key,), None),
       "tiny x + 1": (lambda x: x + 1, (np.array(1.0, f32),), lambda x: x + 1),
   }

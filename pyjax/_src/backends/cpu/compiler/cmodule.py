@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from pyjax._src.backends.cpu.compiler import codegen_c
+from pyjax._src.backends.cpu.compiler import conv as conv_mod
 from pyjax._src.backends.cpu.compiler import dot as dot_mod
 from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler import plan as plan_mod
@@ -105,29 +106,29 @@ static int pj_ok(pj_inst *I, PyObject *o, int i, int nd, const int64_t *dims) {
 """
 
 
-def _segment_c(fusion, seg, kernels):
-  """C of one segment: its run function and its Python entry."""
+def segment_run_c(fusion, seg, kernels, fname=None, static=False):
+  """C of a segment's run function ``fname(void **B, char *A)`` (default
+  ``pyjax_run_<s>``) and its arena-size constant (non-static functions only)."""
   s = seg.index
+  fname = fname or f"pyjax_run_{s}"
   slots = seg.slots()
   root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
   body = []
-  work = 0
   for g in seg.groups:
     if g.kind == "loop":
       kname, params = kernels[g]
       args = [f"(void *)({slots[rv]})" for rv in params]
       body.append(f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}")
-      work += math.prod(g.full_shape)
+    elif g.node.prim == conv_mod.PRIM:
+      kname, _ = kernels[g]
+      args = [f"(void *)({slots[root(v)]})" for v in list(g.node.ins) + list(g.node.outs)]
+      body.append(f"  {{ void *P[3] = {{{', '.join(args)}}}; {kname}(P); }}")
     else:
-      node = g.node
-      lines = dot_mod.emit_call(node, lambda v: slots[root(v)], L.storage_type)
+      lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], L.storage_type)
       body.extend("  " + ln for ln in lines)
-      lc, rc, lb, rb, lf, rf = dot_mod._dims(node)
-      work += node.outs[0].size * max(math.prod(node.ins[0].shape[i] for i in lc), 1)
-  nin, nout, ncon = len(seg.inputs), len(seg.outputs), len(seg.consts)
-  has_dot = any(g.kind == "dot" for g in seg.groups)
+  has_dot = any(g.kind == "dot" and g.node.prim != conv_mod.PRIM for g in seg.groups)
   out = []
-  out.append(f"void pyjax_run_{s}(void **B, char *A) {{")
+  out.append(f"{'static ' if static else ''}void {fname}(void **B, char *A) {{")
   out.append("  (void)B; (void)A;")
   if has_dot:
     out.append("  int pj_blas_prev = pj_blas_get_threads ? pj_blas_get_threads() : 0;")
@@ -136,19 +137,50 @@ def _segment_c(fusion, seg, kernels):
   if has_dot:
     out.append("  if (pj_blas_set_threads && pj_blas_prev != 1) pj_blas_set_threads(pj_blas_prev);")
   out.append("}")
-  out.append(f"const size_t pyjax_arena_size_{s} = {seg.arena_size};")
-  nds = [v.ndim for v in seg.inputs]
+  if not static:
+    out.append(f"const size_t pyjax_arena_size_{s} = {seg.arena_size};")
+  return "\n".join(out) + "\n"
+
+
+def _segment_work(seg):
+  work = 0
+  for g in seg.groups:
+    if g.kind == "loop":
+      work += math.prod(g.full_shape)
+    elif g.node.prim == conv_mod.PRIM:
+      work += conv_mod.work(g.node)
+    else:
+      node = g.node
+      lc, rc, lb, rb, lf, rf = dot_mod._dims(node)
+      work += node.outs[0].size * max(math.prod(node.ins[0].shape[i] for i in lc), 1)
+  return work
+
+
+def _segment_c(fusion, seg, kernels):
+  """C of one segment: its run function and its Python entry."""
+  run = segment_run_c(fusion, seg, kernels)
+  specs = [(tuple(v.shape), v.dtype) for v in seg.inputs]
+  entry = entry_c(seg.index, specs, len(seg.outputs), len(seg.consts), seg.arena_size,
+                  _segment_work(seg) >= GIL_RELEASE_WORK)
+  return run + entry
+
+
+def entry_c(s, in_specs, nout, ncon, arena, heavy):
+  """C of entry ``s``'s Python callable ``pj_call_<s>`` (it calls ``pyjax_run_<s>``):
+  ``in_specs`` the inputs' (shape, dtype), ``nout`` outputs, ``ncon`` constants."""
+  nin = len(in_specs)
+  out = []
+  nds = [len(sh) for sh, _ in in_specs]
   dims = []
   offs = []
-  for v in seg.inputs:
+  for sh, _ in in_specs:
     offs.append(len(dims))
-    dims.extend(v.shape)
+    dims.extend(sh)
   out.append(f"static const int pj_nd_{s}[{max(nin, 1)}] = {{{', '.join(map(str, nds)) or '0'}}};")
   out.append(f"static const int64_t pj_dims_{s}[{max(len(dims), 1)}] = "
              f"{{{', '.join(map(str, dims)) or '0'}}};")
   out.append(f"static const int pj_doff_{s}[{max(nin, 1)}] = {{{', '.join(map(str, offs)) or '0'}}};")
-  heavy = 1 if work >= GIL_RELEASE_WORK else 0
-  arena = seg.arena_size
+  heavy = 1 if heavy else 0
   out.append(f"""static PyObject *pj_call_{s}(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {{
   pj_inst *I = (pj_inst *)PyCapsule_GetPointer(self, "pyjax.segment");
   if (!I) return NULL;
@@ -274,39 +306,62 @@ void pyjax_set_blas(void *s, void *d) { pj_sgemm = (pj_gemm_s)s; pj_dgemm = (pj_
 """
 
 
+def group_kernels(fusion, seg, prefix):
+  """(C sources, {group: (kernel name, params)}) of a segment's loop kernels and native
+  convolutions, named ``<prefix><group id>``."""
+  root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
+  srcs, kernels = [], {}
+  for g in seg.groups:
+    name = f"{prefix}{g.id}"
+    if g.kind == "loop":
+      src, params = codegen_c.kernel_source(fusion, g, root, name)
+    elif g.node.prim == conv_mod.PRIM:
+      src, params = conv_mod.kernel_source(g.node, name, L.storage_type(g.node.outs[0].dtype)), None
+    else:
+      continue
+    srcs.append(src)
+    kernels[g] = (name, params)
+  return srcs, kernels
+
+
+def unit_head(have_float16, mvec, python_abi=True):
+  """The C every translation unit starts with: prelude, runtime, Python ABI, GEMM."""
+  return "\n".join([L.prelude(have_float16, mvec), _RUNTIME_DECL,
+                    _PYABI if python_abi else _BLAS_ONLY, dot_mod.GEMM_HELPERS])
+
+
+def unit_tail(arena_sizes):
+  """The C every translation unit with Python entries ends with: the entry table
+  (entry ``s`` is ``pj_call_<s>``) and ``pyjax_make``."""
+  n = len(arena_sizes)
+  parts = [f"#define PJ_NSEG {n}",
+           f"static const size_t pj_arena_sizes[{max(n, 1)}] = "
+           f"{{{', '.join(str(a) for a in arena_sizes) or '0'}}};"]
+  defs = ", ".join(f'{{"pyjax_segment_{s}", (PyCFunction)(void (*)(void))pj_call_{s}, '
+                   f'PJ_METH_FASTCALL, NULL}}' for s in range(n))
+  parts.append(f"static PyMethodDef pj_defs[{max(n, 1)}] = {{{defs or '{0}'}}};")
+  parts.append(_MAKE)
+  return "\n".join(parts)
+
+
 def module_source(fusion, steps, have_float16, mvec, python_abi=True):
   """(C source, kernel count) of the executable's translation unit."""
   segs = [s for s in steps if isinstance(s, plan_mod.Segment)]
-  parts = [L.prelude(have_float16, mvec), _RUNTIME_DECL]
-  parts.append(_PYABI if python_abi else _BLAS_ONLY)
-  parts.append(dot_mod.GEMM_HELPERS)
+  parts = [unit_head(have_float16, mvec, python_abi)]
   kernels = {}
   nk = 0
   for seg in segs:
-    root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
-    for g in seg.groups:
-      if g.kind == "loop":
-        name = f"pj_k{g.id}"
-        src, params = codegen_c.kernel_source(fusion, g, root, name)
-        parts.append(src)
-        kernels[g] = (name, params)
-        nk += 1
-      else:
-        nk += 1
+    srcs, ks = group_kernels(fusion, seg, "pj_k")
+    parts.extend(srcs)
+    kernels.update(ks)
+    nk += len(seg.groups)
   for seg in segs:
     src = _segment_c(fusion, seg, kernels)
     if not python_abi:
       src = src[:src.index("static const int pj_nd_")]
     parts.append(src)
   if python_abi:
-    n = len(segs)
-    parts.append(f"#define PJ_NSEG {n}")
-    parts.append(f"static const size_t pj_arena_sizes[{max(n, 1)}] = "
-                 f"{{{', '.join(str(s.arena_size) for s in segs) or '0'}}};")
-    defs = ", ".join(f'{{"pyjax_segment_{s.index}", (PyCFunction)(void (*)(void))pj_call_{s.index}, '
-                     f'PJ_METH_FASTCALL, NULL}}' for s in segs)
-    parts.append(f"static PyMethodDef pj_defs[{max(n, 1)}] = {{{defs or '{0}'}}};")
-    parts.append(_MAKE)
+    parts.append(unit_tail([s.arena_size for s in segs]))
   return "\n".join(parts), nk
 
 

@@ -35,6 +35,7 @@ from pyjax._src.backends.cpu.compiler.ir import Lit, Value
 PAR_THRESHOLD = 1 << 15     # parallelize loops doing at least this much work
 XLA_WINDOW = 32
 COL_TILE = 256
+TINY_SIMD = 8                # map loops over fewer elements get no simd pragma
 
 
 def _strides(shape):
@@ -323,7 +324,10 @@ class KernelGen:
     if len(groups) == 1:
       self.groups = [(groups[0], "m0", 1)]
       self._set_parallel(ext[0], max(op_work, 1))
-      return self._loop_nest([("m0", None, "#pragma omp simd")], self._emit_map_body)
+      # a handful of elements: scalar code (a libmvec call on a mostly empty vector costs
+      # more than a few scalar libm calls, which overlap; it matters in loop bodies)
+      pragma = "#pragma omp simd" if ext[0] >= TINY_SIMD else None
+      return self._loop_nest([("m0", None, pragma)], self._emit_map_body)
     outer = ext[:-1]
     n_outer = math.prod(outer)
     inner_name = f"m{len(groups) - 1}"

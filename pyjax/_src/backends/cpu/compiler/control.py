@@ -1,9 +1,11 @@
 """Control flow with native bodies: ``scan``, ``while`` and ``cond`` steps of a native
 program compile their bodies (branches, condition) to native executables too, and the
 host program drives the loop: one native call per iteration instead of one NumPy call per
-equation of the body.  The loop itself still runs in Python (a fully native loop is future
-work); a body that cannot be compiled (no C compiler, nothing native in it, a batched
-``while`` predicate) leaves the step to the eager implementation.
+equation of the body.  Loops whose bodies are entirely native run as C loops instead
+(``loops.py``; ``native_loop``), one native call per loop; the Python-driven loop here is
+the fallback for bodies with NumPy steps.  A body that cannot be compiled (no C compiler,
+nothing native in it, a batched ``while`` predicate) leaves the step to the eager
+implementation.
 
 Semantics are the eager implementations' (``eager_control_flow.py``): ``cond`` clamps its
 index, ``scan`` stacks outputs in iteration order (reversed when ``reverse``).
@@ -119,11 +121,39 @@ def cond_runner(params):
 RUNNERS = {"scan": scan_runner, "while": while_runner, "cond": cond_runner}
 
 
+def native_loop(node):
+  """The whole loop ``node`` (scan / while) as one native call (``loops.py``), or None when
+  its body needs Python."""
+  from pyjax._src.backends.cpu.compiler import build, loops, native
+  tc = build.toolchain()
+  if tc is None or not native.loops_enabled():
+    return None
+  try:
+    unit = loops.loop_unit(node, tc)
+  except loops.NotNative:
+    return None
+  fn = unit.build(tc)
+
+  def run(*bufs):
+    return fn(*bufs)
+  run.native_loops = unit.n_loops
+  run.unit = unit
+  return run
+
+
 def runner(node):
-  """A host runner with native bodies for a control-flow node, or None."""
+  """A host runner for a control-flow node: the whole loop in C when its body allows
+  (``native_loop``), else a Python loop over native bodies; None when neither applies."""
   make = RUNNERS.get(node.prim)
   if make is None or node.effects:
     return None
+  if node.prim in ("scan", "while"):
+    try:
+      fn = native_loop(node)
+    except Exception:  # noqa: BLE001  -- a failed build: the host-driven loop still works
+      fn = None
+    if fn is not None:
+      return fn
   try:
     return make(node.params)
   except Exception:  # noqa: BLE001  -- the eager implementation still works

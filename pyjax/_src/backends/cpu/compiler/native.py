@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, plan, runtime
+from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, loops, plan, runtime
 from pyjax._src.backends.cpu.compiler import simplify as simplify_mod
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value, from_closed_jaxpr
 
@@ -43,6 +43,14 @@ class NativeProgram:
     self.host_source = None
     self.fn = None
     self.stats = {}
+    self.whole = None        # a loops.LoopUnit when the whole program runs in one C call
+
+  @property
+  def native_loops(self):
+    """How many loops run inside C (no Python per iteration)."""
+    if self.whole is not None:
+      return self.whole.n_loops
+    return sum(getattr(s, "native_loops", 0) for s in self.steps if isinstance(s, plan.HostStep))
 
   @property
   def segments(self):
@@ -50,11 +58,20 @@ class NativeProgram:
 
   @property
   def host_steps(self):
+    if self.whole is not None:
+      return []
     return [s for s in self.steps if isinstance(s, plan.HostStep) and s.group.kind == "host"]
 
   def build(self):
     """Compile (or load from a cache) and instantiate; sets ``self.fn``."""
     t0 = time.perf_counter()
+    if self.whole is not None:   # one native call: the whole program, loops included
+      self.fn = self.whole.build(self.toolchain, self.stats)
+      self.host_source = ("# host program: none -- one native call runs the whole program "
+                          f"({self.whole.n_loops} loop(s) in C)\n")
+      self.stats["compile_s"] = time.perf_counter() - t0
+      self.stats["total_s"] = self.stats["compile_s"]
+      return self.fn
     if not self.segments:   # only control flow (with native bodies, built below)
       self.fn, self.host_source = _host_function(self, [])
       self.stats["compile_s"] = 0.0
@@ -63,23 +80,10 @@ class NativeProgram:
       return self.fn
     lib = cache.get_library(self.source, self.toolchain, self.stats)
     t1 = time.perf_counter()
-    make = lib.pyjax_make
-    make.restype = ctypes_py_object()
-    make.argtypes = [ctypes_int(), ctypes_py_object()]
-    blas = dot.blas_pointers()
-    par = runtime.parallel_for_address(self.toolchain)
-    seg_fns = []
-    for seg in self.segments:
-      in_dtypes = [v.dtype for v in seg.inputs]
-
-      def normalize(x, i, _d=in_dtypes):
-        return np.require(np.asarray(x), dtype=_d[i], requirements=["C", "A"])
-      spec = (np.empty, normalize, np.ndarray,
-              tuple(int(d.num) for d in in_dtypes),
-              tuple((tuple(v.shape), v.dtype) for v in seg.outputs),
-              tuple(np.require(v.const, requirements=["C", "A"]) for v in seg.consts),
-              tuple(int(p) for p in blas + dot.blas_thread_control()), int(par))
-      seg_fns.append(make(seg.index, spec))
+    seg_fns = [make_entry(lib, seg.index, [v.dtype for v in seg.inputs],
+                          [(tuple(v.shape), v.dtype) for v in seg.outputs],
+                          [v.const for v in seg.consts], self.toolchain)
+               for seg in self.segments]
     self.fn, self.host_source = _host_function(self, seg_fns)
     self.stats["compile_s"] = t1 - t0
     self.stats["total_s"] = time.perf_counter() - t0
@@ -93,6 +97,25 @@ class NativeProgram:
     return "\n".join(parts)
 
 
+def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
+  """Entry ``index`` of ``lib`` as a CPython callable ``f(*arrays) -> list``."""
+  make = lib.pyjax_make
+  make.restype = ctypes_py_object()
+  make.argtypes = [ctypes_int(), ctypes_py_object()]
+  blas = dot.blas_pointers()
+  par = runtime.parallel_for_address(toolchain)
+  in_dtypes = [np.dtype(d) for d in in_dtypes]
+
+  def normalize(x, i, _d=in_dtypes):
+    return np.require(np.asarray(x), dtype=_d[i], requirements=["C", "A"])
+  spec = (np.empty, normalize, np.ndarray,
+          tuple(int(d.num) for d in in_dtypes),
+          tuple((tuple(s), np.dtype(d)) for s, d in out_specs),
+          tuple(np.require(c, requirements=["C", "A"]) for c in consts),
+          tuple(int(p) for p in blas + dot.blas_thread_control()), int(par))
+  return make(index, spec)
+
+
 def ctypes_py_object():
   import ctypes
   return ctypes.py_object
@@ -103,25 +126,50 @@ def ctypes_int():
   return ctypes.c_int
 
 
-def lower(closed, name="jaxpr"):
-  """Lower ``closed`` (a ClosedJaxpr) to a NativeProgram (not yet built).  Raises
-  ``Unsupported`` when no C compiler exists or nothing would run natively."""
-  tc = build.toolchain()
-  if tc is None:
-    raise Unsupported("no C compiler")
+def lower_parts(closed):
+  """(program, fusion, steps) of ``closed``: the pipeline up to the plan."""
   program = from_closed_jaxpr(closed)
   simplify_mod.simplify(program)
   dot.canonicalize(program)
   fu = fusion.fuse(program)
   steps = plan.schedule(fu)
+  for seg in steps:
+    if isinstance(seg, plan.Segment):
+      seg.inputs.sort(key=lambda v: (0, v.index) if v.kind == INPUT else (1, v.id))
+  return program, fu, steps
+
+
+def lower(closed, name="jaxpr"):
+  """Lower ``closed`` (a ClosedJaxpr) to a NativeProgram (not yet built).  Raises
+  ``Unsupported`` when no C compiler exists or nothing would run natively.  A program with
+  loops whose every step can run in C becomes one translation unit with one entry (the
+  loops run natively, ``loops.py``)."""
+  tc = build.toolchain()
+  if tc is None:
+    raise Unsupported("no C compiler")
+  program, fu, steps = lower_parts(closed)
   segs = [s for s in steps if isinstance(s, plan.Segment)]
+  has_loop = any(isinstance(s, plan.HostStep) and s.node.prim in loops.LOOP_PRIMS for s in steps)
+  if has_loop and loops_enabled():
+    try:
+      unit = loops.whole_program(program, fu, steps, tc)
+    except loops.NotNative:
+      unit = None
+    if unit is not None:
+      prog = NativeProgram(name, program, fu, steps, unit.source, unit.n_kernels, tc)
+      prog.whole = unit
+      return prog
   if not segs and not any(isinstance(s, plan.HostStep) and s.node.prim in control.RUNNERS
                           for s in steps):
     raise Unsupported("no native kernels")
-  for seg in segs:
-    seg.inputs.sort(key=lambda v: (0, v.index) if v.kind == INPUT else (1, v.id))
   source, nk = cmodule.module_source(fu, steps, tc.float16, tc.mvec)
   return NativeProgram(name, program, fu, steps, source, nk, tc)
+
+
+def loops_enabled():
+  """Native loops are on unless ``PYJAX_NATIVE_LOOPS=0`` (the host-driven loop of
+  ``control.py`` then runs every loop)."""
+  return os.environ.get("PYJAX_NATIVE_LOOPS", "1") not in ("0", "")
 
 
 # --- the host function --------------------------------------------------------------------
@@ -201,7 +249,9 @@ def _host_source(np_prog, seg_fns):
     if impl is not None and impl is not impls.get(node.prim):
       # control flow with native bodies: the runner takes the buffers only
       tmp = f"r{next(counter)}"
-      lines.append(f"  {tmp} = {glob(impl, 'cf')}({', '.join(ins)})  # {node.prim} (native body)")
+      how = "native body): loop in C" if getattr(impl, "native_loops", 0) else "native body)"
+      step.native_loops = getattr(impl, "native_loops", 0)
+      lines.append(f"  {tmp} = {glob(impl, 'cf')}({', '.join(ins)})  # {node.prim} ({how}")
       for i, o in enumerate(outs):
         lines.append(f"  {o} = {tmp}[{i}]")
     elif impl is not None:
