@@ -304,8 +304,11 @@ def _build_native(closed, name):
   t2 = time.perf_counter()
   if _debug():
     host = sorted({s.node.prim for s in prog.host_steps})
-    print(f"pyjax: compiled jit({name}): {prog.n_kernels} kernel(s) in "
-          f"{len(prog.segments)} native segment(s), {len(prog.host_steps)} NumPy step(s)"
+    where = ("1 native call (whole program)" if prog.whole is not None
+             else f"{len(prog.segments)} native segment(s)")
+    loops = prog.native_loops
+    print(f"pyjax: compiled jit({name}): {prog.n_kernels} kernel(s) in {where}"
+          f"{f', {loops} loop(s) in C' if loops else ''}, {len(prog.host_steps)} NumPy step(s)"
           f"{' (' + ', '.join(host) + ')' if host else ''}; lowering {t1 - t0:.3f} s, "
           f"build {t2 - t1:.3f} s [cache: {prog.stats.get('cache', '?')}]", file=sys.stderr)
   return prog
