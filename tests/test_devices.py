@@ -95,3 +95,30 @@ def test_unknown_platform_errors_in_subprocess():
   r = subprocess.run([sys.executable, "-c", "import pyjax; pyjax.devices()"],
                      capture_output=True, text=True, env=env, timeout=120)
   assert r.returncode != 0 and "RuntimeError" in r.stderr
+
+
+_TRACED_PUTS = {
+    "pytree": (lambda m: lambda x, y: m.device_put((x, y)), (1.0, 2)),
+    "grad": (lambda m: lambda x: m.grad(lambda x: m.device_put(x) * x)(x), (1.0,)),
+    "vmap": (lambda m: m.vmap(lambda x: m.device_put(x)), (np.ones(3, np.float32),)),
+    "device, no alias": (lambda m: lambda x: m.device_put(x, m.devices()[0], may_alias=False),
+                         (1.0,)),
+    "donate": (lambda m: lambda x: m.device_put(x, donate=True), (1.0,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_TRACED_PUTS))
+def test_device_put_of_tracers_is_an_equation_like_jax(case):
+  jax = pytest.importorskip("jax")
+  make, args = _TRACED_PUTS[case]
+  assert str(pyjax.make_jaxpr(make(pyjax))(*args)) == str(jax.make_jaxpr(make(jax))(*args))
+
+
+def test_device_put_under_transformations_values():
+  f = lambda x: pyjax.device_put(x) * x  # noqa: E731
+  assert float(pyjax.grad(f)(3.0)) == 6.0
+  assert float(pyjax.jit(f)(np.float32(2))) == 4.0
+  np.testing.assert_array_equal(pyjax.vmap(lambda x: pyjax.device_put(x) + 1)(np.ones(2)),
+                                [2.0, 2.0])
+  y, t = pyjax.jvp(lambda x: pyjax.device_put({"a": x})["a"] * 2, (1.0,), (1.0,))
+  assert (float(y), float(t)) == (2.0, 2.0)

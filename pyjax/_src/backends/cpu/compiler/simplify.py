@@ -3,7 +3,7 @@
 ``simplify(program)`` runs, until nothing changes (at most a few rounds):
 
 - canonicalization: ``add_any`` becomes ``add``; identities (``stop_gradient``, ``copy``,
-  ``optimization_barrier``) disappear;
+  ``optimization_barrier``, ``device_put``) disappear;
 - algebraic simplification of the patterns transformations produce: adding zeros
   (``add_any`` of zeros, integer ``+ 0``, float ``+ -0.0``), ``* 1``, ``/ 1``, ``- 0``,
   ``neg(neg x)``, no-op converts/reshapes/transposes/broadcasts, chains of lossless
@@ -213,7 +213,7 @@ def _rewrite(rw, node, impls):
   p, ins, prm = node.prim, node.ins, node.params
   if p in _IDENTITY_PRIMS and len(ins) == 1:
     return rw.alias(node.out, ins[0])
-  if p == "optimization_barrier":
+  if p in ("optimization_barrier", "device_put"):
     for o, x in zip(node.outs, ins):
       rw.subst[o] = x
     rw.changed = True
