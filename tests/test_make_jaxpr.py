@@ -391,3 +391,31 @@ def test_custom_derivative_params_print_like_jax():
   import jax.numpy as jjnp
   for a, b in zip(prog(pyjax, jnp), prog(jax, jjnp)):
     assert a == b
+
+
+_AXIS_ENV_CASES = {
+    "psum": (lambda m: lambda x: m.lax.psum(x, "i"), [("i", 4)], 1.0),
+    "axis_index": (lambda m: lambda x: m.lax.axis_index("i") + x, [("i", 4)], 1.0),
+    "pmean two names": (lambda m: lambda x: m.lax.pmean(x, ("i", "j")) * m.lax.axis_size("j"),
+                        [("i", 4), ("j", 3)], np.ones(2, np.float32)),
+    "all_gather": (lambda m: lambda x: m.lax.all_gather(x, "i"), [("i", 4)],
+                   np.ones(2, np.float32)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_AXIS_ENV_CASES))
+def test_make_jaxpr_axis_env_matches_jax(case):
+  jax = pytest.importorskip("jax")
+  make, env, x = _AXIS_ENV_CASES[case]
+  assert (str(pyjax.make_jaxpr(make(pyjax), axis_env=env)(x)) ==
+          str(jax.make_jaxpr(make(jax), axis_env=env)(x)))
+
+
+def test_make_jaxpr_axis_env_unbound_name_and_scope():
+  f = lambda x: lax.psum(x, "k")  # noqa: E731
+  with pytest.raises(NameError, match="Found an unbound axis name: k. To fix this, please call "
+                     "psum under `jax.shard_map`."):
+    pyjax.make_jaxpr(f, axis_env=[("i", 4)])(1.0)
+  pyjax.make_jaxpr(lambda x: lax.psum(x, "i"), axis_env=[("i", 4)])(1.0)
+  with pytest.raises(NameError):   # the names are bound only while make_jaxpr traces
+    pyjax.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)

@@ -41,7 +41,7 @@ from pyjax._src import core, dtypes, errors
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
-from pyjax._src.interpreters import staging
+from pyjax._src.interpreters import batching, staging
 from pyjax._src.interpreters.staging import jit_p
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime import dispatch
@@ -1206,16 +1206,20 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
   """A function returning the ClosedJaxpr of ``fun`` for given example arguments (Arrays,
   scalars, ShapeDtypeStructs or anything with ``shape`` and ``dtype``); with
   ``return_shape=True`` also the output ShapeDtypeStructs.  Differs from JAX:
-  ``axis_env`` and ``abstracted_axes`` are not supported (must be None)."""
+  ``axis_env`` (a sequence of ``(axis name, size)`` pairs) lets ``fun`` use collectives
+  over those names.  Differs from JAX: ``abstracted_axes`` is not supported (must be
+  None)."""
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun}")
-  if axis_env is not None or abstracted_axes is not None:
-    raise NotImplementedError("make_jaxpr: axis_env and abstracted_axes are not supported")
+  if abstracted_axes is not None:
+    raise NotImplementedError("make_jaxpr: abstracted_axes is not supported")
   static_argnums = _index_tuple(static_argnums)
+  axis_env = tuple(axis_env or ())
 
   @functools.wraps(fun)
   def make_jaxpr_f(*args, **kwargs):
-    closed, out_tree = _trace_abstract(fun, args, kwargs, static_argnums)
+    with batching.extend_axis_env(axis_env):
+      closed, out_tree = _trace_abstract(fun, args, kwargs, static_argnums)
     if return_shape:
       return closed, out_tree.unflatten([_sds_of(a) for a in closed.out_avals])
     return closed

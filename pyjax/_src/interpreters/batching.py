@@ -55,6 +55,8 @@ Adding a rule for a new primitive ``foo_p`` (next to the primitive)::
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
 
 import numpy as np
@@ -242,25 +244,46 @@ class BatchInterpreter(core.Interpreter):
     return val if dim is not_mapped else BatchTracer(self, val, dim)
 
 
+_axis_env = threading.local()   # .frames: [(name, size)] from make_jaxpr(axis_env=...)
+
+
+@contextlib.contextmanager
+def extend_axis_env(pairs):
+  """Bind axis names to sizes for tracing without a vmap (``make_jaxpr(axis_env=...)``):
+  collectives over them are recorded as equations."""
+  frames = getattr(_axis_env, "frames", [])
+  _axis_env.frames = frames + [(n, int(sz)) for n, sz in pairs]
+  try:
+    yield
+  finally:
+    _axis_env.frames = frames
+
+
 def bound_axis_sizes():
   """{axis name: size} of the vmaps enclosing the current interpreter (innermost first
-  wins)."""
+  wins), then of the names bound by ``extend_axis_env``."""
   out = {}
   interp = core.current_interpreter()
   while interp is not None:
     if isinstance(interp, BatchInterpreter) and interp.axis_data.name is not None:
       out.setdefault(interp.axis_data.name, interp.axis_data.size)
     interp = interp.parent
+  for n, sz in reversed(getattr(_axis_env, "frames", ())):
+    out.setdefault(n, sz)
   return out
 
 
 def axis_size(name):
-  """The size of the named axis bound by an enclosing vmap, or NameError."""
+  """The size of the named axis bound by an enclosing vmap (or ``extend_axis_env``), or
+  NameError."""
   interp = core.current_interpreter()
   while interp is not None:
     if isinstance(interp, BatchInterpreter) and interp.axis_data.name == name:
       return interp.axis_data.size
     interp = interp.parent
+  for n, sz in reversed(getattr(_axis_env, "frames", ())):
+    if n == name:
+      return sz
   raise NameError(f"unbound axis name: {name}")
 
 
