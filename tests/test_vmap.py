@@ -1013,3 +1013,15 @@ def test_vmap_against_live_jax(jax):
   ref = jax.vmap(lambda a: f(jax.numpy, a), in_axes=1, out_axes=1)(x)
   np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-5, atol=1e-6)
   assert ours.dtype == ref.dtype and ours.shape == ref.shape
+
+
+def test_jit_under_vmap_retraces_for_a_new_axis_size():
+  """A jitted function using collectives bakes the named axis' size into its trace: a vmap
+  of another size must trace again (JAX's values)."""
+  f = pyjax.jit(lambda x: pyjax.lax.pmean(x, "i"))
+  g = pyjax.jit(lambda x: x * pyjax.lax.axis_size("i"))
+  np.testing.assert_array_equal(pyjax.vmap(f, axis_name="i")(np.arange(3.0)), [1.0] * 3)
+  np.testing.assert_array_equal(pyjax.vmap(f, axis_name="i")(np.arange(4.0)), [1.5] * 4)
+  np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(3)), [3.0] * 3)
+  np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(5)), [5.0] * 5)
+  np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(3)), [3.0] * 3)

@@ -421,11 +421,14 @@ def _explain_miss(wrapped, key, seen, debug):
 
 def _key_diff(new, old, debug):
   """(severity, number of differences, explanation) of two trace-cache keys."""
-  opts, in_tree, avals, ts = new
-  o_opts, o_tree, o_avals, o_ts = old
-  if ts != o_ts:
+  opts, in_tree, avals, ts, axes = new
+  o_opts, o_tree, o_avals, o_ts, o_axes = old
+  if ts != o_ts or axes != o_axes:
     diffs = [f"  * {n} differs: now {a} and before {b}"
              for n, a, b in zip(_trace_state_names, ts, o_ts) if a != b]
+    if axes != o_axes:
+      diffs.append(f"  * the named axes of enclosing vmaps differ: now {dict(axes)} and "
+                   f"before {dict(o_axes)}")
     return (0, len(diffs), "Tracing context doesn't match, e.g. due to config or context "
             "manager.\n" + "\n".join(diffs))
   if in_tree != o_tree:
@@ -595,7 +598,10 @@ class JitWrapped:
       return names_cache[0]
 
     avals = _abstract_leaves(self._fun, leaves, debug_names, allow_abstract)
-    key = (opts.key, in_tree, tuple(avals), _trace_state())
+    # the axis names bound by enclosing vmaps: collectives bake their sizes into the trace
+    axes = () if _core_state.interp is _eval_interp else tuple(
+        batching.bound_axis_sizes().items())
+    key = (opts.key, in_tree, tuple(avals), _trace_state(), axes)
     cache = _fun_cache(self)
     entry = cache.get(key)
     if entry is not None:
