@@ -783,7 +783,12 @@ class JitWrapped:
   _clear_cache = clear_cache
 
 
-_FAST_SCALARS = frozenset(dtypes.python_scalar_types)
+# argument types whose abstract value follows from the type alone (and the x64 flag, which
+# is part of every key): Python scalars (weak) and NumPy scalars of the standard dtypes
+_FAST_SCALARS = frozenset(dtypes.python_scalar_types) | frozenset(
+    np.dtype(n).type for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
+                               "uint32", "uint64", "float16", "float32", "float64",
+                               "complex64", "complex128"))
 
 
 def _make_fast_runner(exe, out_avals, out_tree, dev, committed, spec):
