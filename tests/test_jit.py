@@ -649,3 +649,18 @@ def test_lax_through_jit():
   x = jnp.arange(6.).reshape(2, 3)
   out = jit(lambda x: lax.add(jnp.sum(lax.exp(x), axis=1), 1.))(x)
   np.testing.assert_allclose(out, np.exp(np.arange(6.).reshape(2, 3)).sum(1) + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("scalar", [np.float32(2), np.float64(2.5), np.int32(3), np.int64(-4),
+                                    np.uint8(7), np.bool_(True), np.complex64(1 + 2j)],
+                         ids=lambda s: type(s).__name__)
+def test_numpy_scalar_arguments_on_the_hit_path_match_jax(scalar):
+  jax = pytest.importorskip("jax")
+  f = pyjax.jit(lambda x, y: x * y)
+  g = jax.jit(lambda x, y: x * y)
+  x = np.ones(2, np.float32)
+  for _ in range(3):   # the first call installs the hit path, the next ones use it
+    r = f(x, scalar)
+  ref = g(x, scalar)
+  assert r.dtype == ref.dtype and r.weak_type == ref.weak_type
+  np.testing.assert_array_equal(np.asarray(r), np.asarray(ref))
