@@ -119,10 +119,6 @@ def test_at_updates(data, x64):
                                             ).flatmap(lambda d: hs.arrays(
                                                 d, vshape, min_value=-5, max_value=5))),
                   label="values")
-    if op in ("min", "max") and x.dtype.kind == "c":
-      # (complex NaN: see test_complex_nan_scatter_max)
-      x = np.nan_to_num(x)
-      v = np.nan_to_num(v) if isinstance(v, np.ndarray) else v
     if op == "power" and x.dtype.kind == "c":
       # complex power of huge/inf/NaN bases: JAX's eager and jitted results differ from
       # each other there (e.g. (inf-1.5e16j)**1), so keep the bases moderate
@@ -145,12 +141,19 @@ def test_at_updates(data, x64):
             rtol=1e-2 if x.dtype in (np.float16, hs.bf16) else 1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax bug (backends/cpu scatter-max): complex scatter "
-                   "max/min propagates NaN (NumPy semantics); XLA compares complex values "
-                   "lexicographically, so a NaN operand loses: JAX gives 0j here")
 def test_complex_nan_scatter_max():
+  """XLA compares complex values lexicographically, so a NaN operand loses (JAX: 0j)."""
   x = np.array([complex(np.nan, -np.inf), complex(1, np.nan)], np.complex64)
   check(lambda jnp, x: jnp.asarray(x).at[:].max(0), x)
+  check(lambda jnp, x: jnp.asarray(x).at[:].min(0), x)
+  rng = np.random.default_rng(0)
+  vals = np.array([0, 1, np.nan, np.inf, -np.inf, 2], np.float32)
+  for _ in range(4):
+    x, u = np.empty(4, np.complex64), np.empty(7, np.complex64)
+    x.real, x.imag, u.real, u.imag = (rng.choice(vals, n) for n in (4, 4, 7, 7))
+    idx = rng.integers(0, 4, 7)
+    check(lambda jnp, x, u: (jnp.asarray(x).at[idx].max(u), jnp.asarray(x).at[idx].min(u)),
+          x, u)
 
 
 def _indices_unique_sorted(shape, idx):

@@ -48,8 +48,6 @@ def test_reductions(data, x64):
     x = draw_array(data, min_value=-100, max_value=100)
     fname = data.draw(st.sampled_from(_SUMLIKE + _ORDER + _LOGICAL + _MOMENTS), label="f")
     axis = data.draw(hs.axes_for(x.ndim), label="axis")
-    if fname in _ORDER and x.dtype.kind == "c":
-      x = np.where(np.isnan(x), 0, x).astype(x.dtype)   # (see test_complex_nan_max)
     kw = {"keepdims": data.draw(st.booleans(), label="keepdims")}
     if fname in _SUMLIKE + _MOMENTS and data.draw(st.booleans(), label="dtype?"):
       kw["dtype"] = data.draw(st.sampled_from(["float32", "int32", "complex64", "float16"]),
@@ -158,22 +156,71 @@ def test_median(data):
         rtol=2e-3 if x.dtype == np.float16 else None)
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax bug (reductions.py _median / statistics.py "
-                   "quantile): a 0-d input with keepdims=True gives shape () where JAX gives (1,)")
-@pytest.mark.parametrize("fname", ["median", "nanmedian", "quantile", "percentile"])
+_MEDIAN_0D_XFAIL = pytest.mark.xfail(
+    strict=True, reason="pyjax bug (reductions.py _median): a 0-d input with keepdims=True "
+    "gives shape () where JAX gives (1,) (JAX skips its keepdims reshape when the input "
+    "has no dimensions)")
+
+
+@pytest.mark.parametrize("fname", [pytest.param("median", marks=_MEDIAN_0D_XFAIL),
+                                   pytest.param("nanmedian", marks=_MEDIAN_0D_XFAIL),
+                                   "quantile", "percentile", "nanquantile", "nanpercentile"])
 def test_median_0d_keepdims(fname):
   x = np.float32(3.0)
-  q = {"quantile": (0.5,), "percentile": (50.0,)}.get(fname, ())
+  q = {"quantile": (0.5,), "percentile": (50.0,), "nanquantile": (0.5,),
+       "nanpercentile": (50.0,)}.get(fname, ())
   check(lambda jnp, x: getattr(jnp, fname)(x, *q, keepdims=True), np.asarray(x))
+  if q:   # 1-D q, and an empty axis tuple
+    check(lambda jnp, x: getattr(jnp, fname)(x, np.array([q[0], q[0] / 2], np.float32),
+                                             keepdims=True), np.asarray(x))
+    check(lambda jnp, x: getattr(jnp, fname)(x, *q, axis=(), keepdims=True), np.asarray(x))
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax bug (backends/cpu reduce_max/reduce_min): complex "
-                   "max/min propagate NaN (NumPy semantics); XLA folds with a lexicographic "
-                   "complex comparison in which NaN compares false (JAX: 1+nanj here, "
-                   "order-dependent)")
+@pytest.mark.parametrize("fname", ["quantile", "nanquantile"])
+@pytest.mark.parametrize("shape,axis,keepdims,qs", [
+    ((0,), None, False, 0.5), ((0,), None, True, 0.5), ((0,), None, False, [0.5, 0.2]),
+    ((0,), 0, False, 0.5), ((2, 0), 1, False, 0.5), ((2, 0), None, False, 0.5),
+    ((0, 3), 1, False, 0.5), ((0, 3), 1, True, 0.5), ((0, 3), 0, False, 0.5),
+    ((0, 3), (0, 1), False, 0.5), ((2, 0, 3), (1,), False, 0.5),
+    ((2, 0, 3), (1, 2), False, 0.5), ((0, 2), (1,), False, [0.5])])
+@pytest.mark.parametrize("method", ["linear", "inverted_cdf"])
+def test_quantile_empty_axis(fname, shape, axis, keepdims, qs, method):
+  """An empty reduced axis raises JAX's errors (a gather's TypeError for quantile;
+  nanquantile's integer indexing raises IndexError for a scalar result)."""
+  check(lambda jnp, x: getattr(jnp, fname)(x, np.array(qs, np.float32), axis=axis,
+                                           keepdims=keepdims, method=method),
+        np.zeros(shape, np.float32), message=True)
+
+
 def test_complex_nan_max():
+  """XLA folds complex max/min with a lexicographic comparison in which NaN compares false
+  (JAX: 1+nanj here): the result depends on XLA's reduction order."""
   x = np.array([2 + 1j, complex(np.nan, -np.inf), complex(1, np.nan)], np.complex64)
   check(lambda jnp, x: (jnp.max(x), jnp.min(x)), x)
+  for v in ([complex(-np.inf, -1)], [complex(-np.inf, -1)] * 3, [[complex(np.inf, 1)]] * 2):
+    check(lambda jnp, x: (jnp.max(x), jnp.min(x), jnp.max(x, axis=-1), jnp.min(x, axis=0)),
+          np.array(v, np.complex64))
+
+
+@pytest.mark.parametrize("n", [8, 33, 40, 100, 1100])
+def test_complex_nan_max_order(n):
+  """A NaN at every position of decreasing values: which elements are folded after it
+  (XLA's tree of windows of 32 that skip their padding) shows in the result."""
+  ks = np.arange(0, n, max(1, n // 40))
+  v = np.tile(np.arange(n, 0, -1).astype(np.complex64), (len(ks), 1))
+  v[np.arange(len(ks)), ks] = np.nan      # row i: a NaN at position ks[i]
+  check(lambda jnp, v: (jnp.max(v, axis=1), jnp.min(-v, axis=1), jnp.max(v.T, axis=0)), v)
+  check(lambda jnp, v: (jnp.max(v), jnp.min(v)), v[len(ks) // 2])
+
+
+def test_complex_nan_max_axes():
+  rng = np.random.default_rng(0)
+  vals = np.array([0, 1, np.nan, np.inf, -np.inf, 2], np.float32)
+  for shape, axis in [((3, 40), 1), ((40, 3), 0), ((5, 7, 9), (0, 2)), ((50, 40), None),
+                      ((70, 3, 40), (0, 2))]:
+    x = np.empty(shape, np.complex64)
+    x.real, x.imag = rng.choice(vals, shape), rng.choice(vals, shape)
+    check(lambda jnp, x: (jnp.max(x, axis=axis), jnp.min(x, axis=axis)), x)
 
 
 @pytest.mark.xfail(strict=True, reason="pyjax bug (reductions.py _median): nanmedian of an "
@@ -182,12 +229,21 @@ def test_nanmedian_empty_error():
   check(lambda jnp, x: jnp.nanmedian(x), np.zeros((0,), np.float32))
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax bug (backends/cpu/eager_reductions.py "
-                   "reduce_prod): a product over no axes multiplies by the identity, so "
-                   "complex inf+0j becomes inf+nanj (JAX returns the operand unchanged)")
 @pytest.mark.parametrize("fname", ["prod", "nanprod"])
 def test_prod_no_axes_complex_inf(fname):
+  """A reduction over no axes returns the operand unchanged (no fold with the identity)."""
   check(lambda jnp, x: getattr(jnp, fname)(x, axis=()), np.array([np.inf, 1], np.complex64))
+  check(lambda jnp, x: getattr(jnp, fname)(x, axis=()),
+        np.array([[complex(np.inf, -0.0), complex(-0.0, np.nan)]] * 40, np.complex64))
+
+
+@pytest.mark.parametrize("fname", ["sum", "nansum", "mean"])
+def test_sum_no_axes_negative_zero(fname):
+  r = check(lambda jnp, x: getattr(jnp, fname)(x, axis=()),
+            np.array([-0.0, 1.0, np.inf], np.float32))
+  assert np.signbit(np.asarray(r)[0])   # -0 stays -0, as in JAX
+  check(lambda jnp, x: getattr(jnp, fname)(x, axis=()),
+        np.array([complex(-0.0, -0.0)] * 3, np.complex64))
 
 
 @prop(n=20, slow=200, data=st.data())

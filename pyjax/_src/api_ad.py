@@ -475,10 +475,20 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
 
 
 # --- Jacobians --------------------------------------------------------------------------
-def _one_hot(aval, k, dtype):
+def _one_hot(aval, k, dtype, weak=False):
   e = np.zeros(aval.size, dtype)
   e[k] = 1
-  return e.reshape(aval.shape)
+  e = e.reshape(aval.shape)
+  return _with_weak_type(e, True) if weak else e
+
+
+def _with_weak_type(x, weak):
+  """x with its weak type set to ``weak`` (a convert_element_type when it differs)."""
+  aval = core.get_aval(x)
+  if aval.dtype == ad.float0 or bool(aval.weak_type) == bool(weak):
+    return x
+  from pyjax._src.lax import elementwise as lax_e
+  return lax_e._convert_element_type(x, aval.dtype, bool(weak))
 
 
 def _stack(arrays, axis_shape, pos, lead_shape, dtype):
@@ -544,7 +554,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     for i, a in enumerate(in_avals):
       for k in range(a.size):
         ts = [Zero(ad.tangent_aval(b)) for b in in_avals]
-        ts[i] = _one_hot(a, k, a.dtype)
+        ts[i] = _one_hot(a, k, a.dtype, a.weak_type)  # (weak for a weak input, as JAX)
         cols[i].append(lin(ts))
     jac_leaves = []
     for j, o in enumerate(out_p):
@@ -594,7 +604,9 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
       for i, a in enumerate(in_avals):
         ta = ad.tangent_aval(a)
         col = [_instantiate_ct(r[i], a) for r in rows]
-        per_in.append(_stack(col, oa.shape, "first", a.shape, ta.dtype))
+        leaf = _stack(col, oa.shape, "first", a.shape, ta.dtype)
+        # (JAX's rows are cotangents of the input: weakly typed iff the input is)
+        per_in.append(_with_weak_type(leaf, a.weak_type))
       jac_leaves.append(tree_util.tree_unflatten(in_tree, per_in))
     jac = tree_util.tree_unflatten(out_tree_cell[0], jac_leaves)
     return (jac, aux) if has_aux else jac

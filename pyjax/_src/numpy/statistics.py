@@ -106,6 +106,16 @@ def _quantile(name, a, q, axis, method, keepdims, squash_nans, weights=None):
   kept = tuple(i for i in _range(nd) if i not in axes)
   batch = tuple(a.shape[i] for i in kept)
   n = math.prod(a.shape[i] for i in axes)
+  if n == 0:
+    # JAX reads the empty reduced axis with a gather (quantile) or integer indexing
+    # (nanquantile), whose shape checks raise; the axis is counted in JAX's layout.
+    ax = axes[0] if axis is not None and not isinstance(axis, tuple) else len(kept)
+    out_size = math.prod(q.shape) * math.prod(batch)
+    if squash_nans and q.ndim == 0 and not keepdims and not batch:
+      raise IndexError(f"index is out of bounds for axis {ax} with size 0")
+    if not squash_nans or out_size:
+      raise TypeError(f"Slice size at index {ax} in gather op is out of range, must be "
+                      "within [0, 0 + 1), got 1.")
   perm = kept + axes
 
   def to_rows(x):
@@ -196,7 +206,8 @@ def _inverted_cdf(a, q, weights, counts, nan_data, squash_nans, batch):
 
 def _finish(result, q, keepdims, keep_shape):
   if keepdims:
-    result = lax.reshape(result, q.shape + keep_shape)
+    # (a 0-d input keeps the size-1 axis of its raveled form, as in JAX)
+    result = lax.reshape(result, q.shape + (keep_shape or (1,)))
   return result
 
 

@@ -418,8 +418,34 @@ def i0(x):
   x, = promote_dtypes_inexact(x)
   if _is_complex(x):
     raise ValueError(f"Unsupported input type to jax.numpy.i0: {_dtype(x)}")
+  return _i0_custom()(x)
+
+
+def _i0(x):
   ax = lax.abs(x)
   return lax.mul(lax.exp(ax), lax.bessel_i0e(ax))
+
+
+def _i0_jvp(primals, tangents):
+  """JAX's rule: differentiate exp(|x|)*i0e(|x|), but with tangent 0 at x == 0 (where abs's
+  subgradient would give 1 times the tangent; i0 is even, so its derivative is 0 there)."""
+  from pyjax._src.api_ad import jvp
+  x, = primals
+  primal_out, tangent_out = jvp(_i0, primals, tangents)
+  return primal_out, _where(lax.eq(x, _const(x, 0)), 0.0, tangent_out)
+
+
+_i0_cache = []
+
+
+def _i0_custom():
+  """The custom_jvp function behind jnp.i0 (built on first use: api_ad imports lax)."""
+  if not _i0_cache:
+    from pyjax._src.api_ad import custom_jvp
+    f = custom_jvp(_i0)
+    f.defjvp(_i0_jvp)
+    _i0_cache.append(f)
+  return _i0_cache[0]
 
 
 # --- classification ---------------------------------------------------------------------
@@ -770,27 +796,77 @@ __all__.append("pow")
 
 @_export
 def logaddexp(x1, x2, /):
-  """jnp.logaddexp: log(exp(x1) + exp(x2)) without overflow."""
+  """jnp.logaddexp: log(exp(x1) + exp(x2)) without overflow.  As in JAX, a custom_jvp
+  function (after promotion): the tangent is t1*exp(x1 - out) + t2*exp(x2 - out) with
+  +inf values replaced by 0 (so equal arguments get 0.5 each, and inf/inf gets 1 each)."""
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-  if _is_complex(x1):
-    return _complex_logaddexp(x1, x2, lax.exp, None, np.pi)
-  amax = lax.max(x1, x2)
-  delta = lax.sub(x1, x2)
-  out = lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta)))))
-  return _where(_isnan(delta), lax.add(x1, x2), out)
+  return _logaddexp_custom()[0](x1, x2)
 
 
 @_export
 def logaddexp2(x1, x2, /):
-  """jnp.logaddexp2: log2(2**x1 + 2**x2) without overflow."""
+  """jnp.logaddexp2: log2(2**x1 + 2**x2) without overflow (a custom_jvp function, as
+  jnp.logaddexp, with 2**(x - out) weights)."""
   x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
+  return _logaddexp_custom()[1](x1, x2)
+
+
+def _logaddexp_impl(x1, x2, exp_fn, scale):
   if _is_complex(x1):
-    return _complex_logaddexp(x1, x2, lax.exp2, 1 / np.log(2), np.pi / np.log(2))
+    return _complex_logaddexp(x1, x2, exp_fn, scale,
+                              np.pi if scale is None else np.pi / np.log(2))
   amax = lax.max(x1, x2)
   delta = lax.sub(x1, x2)
-  t = lax.log1p(lax.exp2(lax.neg(lax.abs(delta))))
-  out = lax.add(amax, lax.mul(_const(t, 1 / np.log(2)), t))
-  return _where(_isnan(delta), lax.add(x1, x2), out)
+  nan = _isnan(delta)
+  both = lax.add(x1, x2)
+  t = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+  if scale is not None:
+    t = lax.mul(_const(t, scale), t)
+  return _where(nan, both, lax.add(amax, t))
+
+
+def _replace_posinf(x):
+  """x, with 0 where (the real part of) x is +inf."""
+  re = lax.real(x) if _is_complex(x) else x
+  return lax.select(lax.eq(re, _const(re, np.inf)), _full_like(x, 0), x)
+
+
+def _logaddexp_jvp_rule(fn, exp_fn, primals, tangents):
+  x1, x2 = primals
+  t1, t2 = tangents
+  out = fn(x1, x2)
+  d1 = lax.mul(t1, exp_fn(lax.sub(_replace_posinf(x1), _replace_posinf(out))))
+  d2 = lax.mul(t2, exp_fn(lax.sub(_replace_posinf(x2), _replace_posinf(out))))
+  return out, lax.add(d1, d2)
+
+
+_logaddexp_cache = []
+
+
+def _logaddexp_custom():
+  """The custom_jvp functions behind jnp.logaddexp and jnp.logaddexp2 (built on first use:
+  api_ad imports lax)."""
+  if not _logaddexp_cache:
+    from pyjax._src.api_ad import custom_jvp
+
+    def logaddexp(x1, x2):
+      return _logaddexp_impl(x1, x2, lax.exp, None)
+
+    def logaddexp2(x1, x2):
+      return _logaddexp_impl(x1, x2, lax.exp2, 1 / np.log(2))
+
+    f, f2 = custom_jvp(logaddexp), custom_jvp(logaddexp2)
+
+    def _logaddexp_jvp(primals, tangents):
+      return _logaddexp_jvp_rule(f, lax.exp, primals, tangents)
+
+    def _logaddexp2_jvp(primals, tangents):
+      return _logaddexp_jvp_rule(f2, lax.exp2, primals, tangents)
+
+    f.defjvp(_logaddexp_jvp)
+    f2.defjvp(_logaddexp2_jvp)
+    _logaddexp_cache.extend([f, f2])
+  return _logaddexp_cache
 
 
 def _complex_logaddexp(x1, x2, exp_fn, scale, half_period):

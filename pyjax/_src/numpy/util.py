@@ -72,6 +72,11 @@ def constant(x, to_dtype, weak=False, position=0):
                           f"computation, whose argument path is {path}. Got <class 'int'> "
                           f"with value {x}")
     x = np.int64(x)
+  elif isinstance(x, (np.ndarray, np.generic)):
+    canon = dtypes.canonicalize_dtype(x.dtype)
+    if canon != x.dtype:  # x64 off: int64 wraps to int32 etc. first, as device_put does
+      with np.errstate(all="ignore"):
+        x = np.asarray(x).astype(canon)
   if to_dtype == dtypes.bool_:
     buf = np.asarray(np.asarray(x) != 0)
   elif to_dtype in _INT_BOUNDS and type(x) is np.int64:

@@ -192,6 +192,12 @@ def _make_accumulating_impl(name):
     where, vals = _scatter_targets(operand, indices, updates, dimension_numbers, mode)
     if where is None or vals.size == 0:
       return out
+    if out.dtype.kind == "c" and name in ("scatter-max", "scatter-min"):
+      # XLA compares complex values lexicographically (NaN compares false, so the update
+      # wins), which is order dependent: combine in XLA's order with the max/min primitive
+      combine = impls["max" if name == "scatter-max" else "min"]
+      _combine_in_rounds(out, where, vals, combine)
+      return out
     if operand.ndim == 0:
       for v in vals:
         out[()] = ufunc(out[()], v)
@@ -221,6 +227,14 @@ def _scatter(operand, indices, updates, *, dimension_numbers, mode, update_jaxpr
       out[where] = vals  # duplicates: the last update wins
     return out
   # a general combiner (scatter_apply): apply in rounds, one occurrence per target each
+  _combine_in_rounds(out, where, vals, lambda x, y: _apply_combiner(
+      update_jaxpr, update_consts, x, y, out.dtype))
+  return out
+
+
+def _combine_in_rounds(out, where, vals, combine):
+  """``out[t] = combine(out[t], v)`` for every target t and update v, in update order:
+  round r combines each target's r-th update, vectorized over the targets."""
   lin = np.ravel_multi_index(where, out.shape) if out.ndim else np.zeros(len(vals), np.int64)
   order = np.argsort(lin, kind="stable")
   sorted_lin = lin[order]
@@ -232,8 +246,7 @@ def _scatter(operand, indices, updates, *, dimension_numbers, mode, update_jaxpr
   for r in range(int(rank.max()) + 1 if len(rank) else 0):
     sel = rank == r
     t = lin[sel]
-    flat[t] = _apply_combiner(update_jaxpr, update_consts, flat[t], vals[sel], out.dtype)
-  return out
+    flat[t] = combine(flat[t], vals[sel])
 
 
 def _apply_combiner(jaxpr, consts, x, y, dtype):

@@ -95,11 +95,27 @@ def _finish(out, pref):
   return out
 
 
+def _is_fp8(d):
+  return d.kind == "V" and d.itemsize == 1 and d.name.startswith("float8")
+
+
+def _convert_mixed(lhs, rhs, out_dtype):
+  """Operands of different dtypes: as JAX's CPU lowering does, convert both to the output
+  type first (XLA's conversion: float -> int truncates and saturates), except for two
+  float8 operands."""
+  if _is_fp8(lhs.dtype) and _is_fp8(rhs.dtype):
+    return lhs, rhs
+  conv = impls["convert_element_type"]
+  return conv(lhs, new_dtype=out_dtype), conv(rhs, new_dtype=out_dtype)
+
+
 # --- dot_general -------------------------------------------------------------------------
 @register("dot_general")
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None,
                  preferred_element_type=None, out_sharding=None):
   (lc, rc), (lb, rb) = dimension_numbers
+  if preferred_element_type is not None and lhs.dtype != rhs.dtype:
+    lhs, rhs = _convert_mixed(lhs, rhs, np.dtype(preferred_element_type))
   ct = _compute_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
   # fast path: plain matrix/vector products
   if not lb and len(lc) == 1 and rc == (0,) and lc[0] == lhs.ndim - 1 and lhs.ndim <= 2 \

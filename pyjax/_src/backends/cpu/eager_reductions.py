@@ -91,7 +91,11 @@ def _arith_reduce(x, axes, ufunc, ident):
   float32/float64/complex reductions use NumPy's faster pairwise summation instead; half
   types always follow XLA's order (their rounding makes the order visible)."""
   d = x.dtype
-  if d not in _INEXACT or not axes or x.size == 0:
+  if not axes:
+    # XLA's reduction over no dimensions is the operand itself (no fold with the identity,
+    # which would turn -0 into +0 in a sum and complex inf+0j into inf+nanj in a product)
+    return np.array(x, copy=True)
+  if d not in _INEXACT or x.size == 0:
     return ufunc.reduce(x, axis=axes, dtype=d)
   if len(axes) == x.ndim and x.size <= _SPLIT:
     # small full reduction (the common eager case): one sequential fold in row-major order
@@ -172,9 +176,54 @@ _PLAIN_ORDER = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, 
                                                 np.uint32, np.uint64))
 
 
+def _lex_pick(acc, v, is_max):
+  """XLA's complex max/min: lexicographic on (real, imag); a comparison with NaN is false,
+  so ``v`` (the element folded in) wins."""
+  ar, vr, ai, vi = acc.real, v.real, acc.imag, v.imag
+  if is_max:
+    keep = (ar > vr) | ((ar == vr) & (ai > vi))
+  else:
+    keep = (ar < vr) | ((ar == vr) & (ai < vi))
+  return np.where(keep, acc, v)
+
+
+def _complex_order_reduce(x, axes, is_max):
+  """Complex max/min folded from the identity (-inf or +inf, +0j) in XLA's CPU order (see
+  ``_arith_reduce``; windows skip their padding): the lexicographic comparison makes NaN
+  results order dependent.  Reduced dimensions of size 1 are dropped first, without
+  folding in the identity (XLA's simplification: max(-inf-1j) is -inf-1j)."""
+  axes = set(axes)
+  kept = [i for i in range(x.ndim) if i not in axes]
+  out_shape = tuple(x.shape[i] for i in kept)
+  red = sorted(i for i in axes if x.shape[i] != 1)
+  if not red:
+    return np.array(x.reshape(out_shape), copy=True)
+  m = int(np.prod(out_shape, dtype=np.int64))
+  rdims = tuple(x.shape[i] for i in red)
+  cur = np.transpose(x, kept + [i for i in range(x.ndim) if i in axes and i not in red] + red)
+  cur = cur.reshape((m,) + rdims)
+  ident = np.array(complex(-np.inf if is_max else np.inf, 0), x.dtype)
+  if x.size == 0:
+    return np.full(out_shape, ident, x.dtype)
+  while True:
+    blocks, split = _split_level(cur, ident[()])
+    # XLA's windows skip their padding: fold only the real elements of each window
+    valid = _split_level(np.ones(cur.shape, bool), False)[0] if split else None
+    acc = np.broadcast_to(ident, blocks.shape[:-1])
+    for i in range(blocks.shape[-1]):
+      picked = _lex_pick(acc, blocks[..., i], is_max)
+      acc = picked if valid is None else np.where(valid[..., i], picked, acc)
+    cur = acc
+    if not split:
+      break
+  return np.asarray(cur).reshape(out_shape)
+
+
 def _order_reduce(x, axes, is_max):
   axes = tuple(axes)
   d = x.dtype
+  if d.kind == "c" and axes:
+    return _complex_order_reduce(x, axes, is_max)
   if x.size and d in _PLAIN_ORDER:
     # fast path: non-empty float32/float64/integer operand, no identity needed
     ufunc = np.maximum if is_max else np.minimum
