@@ -150,21 +150,11 @@ def test_median(data):
                    label="axis")
   keepdims = data.draw(st.booleans(), label="keepdims")
   fname = data.draw(st.sampled_from(["median", "nanmedian"]), label="f")
-  if fname == "nanmedian" and x.size == 0:
-    fname = "median"      # (see test_nanmedian_empty_error)
   check(lambda jnp, x: getattr(jnp, fname)(x, axis=axis, keepdims=keepdims), x,
         rtol=2e-3 if x.dtype == np.float16 else None)
 
 
-_MEDIAN_0D_XFAIL = pytest.mark.xfail(
-    strict=True, reason="pyjax bug (reductions.py _median): a 0-d input with keepdims=True "
-    "gives shape () where JAX gives (1,) (JAX skips its keepdims reshape when the input "
-    "has no dimensions)")
-
-
-@pytest.mark.parametrize("fname", [pytest.param("median", marks=_MEDIAN_0D_XFAIL),
-                                   pytest.param("nanmedian", marks=_MEDIAN_0D_XFAIL),
-                                   "quantile", "percentile", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize("fname", ["median", "nanmedian", "quantile", "percentile", "nanquantile", "nanpercentile"])
 def test_median_0d_keepdims(fname):
   x = np.float32(3.0)
   q = {"quantile": (0.5,), "percentile": (50.0,), "nanquantile": (0.5,),
@@ -223,8 +213,6 @@ def test_complex_nan_max_axes():
     check(lambda jnp, x: (jnp.max(x, axis=axis), jnp.min(x, axis=axis)), x)
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax bug (reductions.py _median): nanmedian of an "
-                   "empty array raises TypeError where JAX raises IndexError")
 def test_nanmedian_empty_error():
   check(lambda jnp, x: jnp.nanmedian(x), np.zeros((0,), np.float32))
 

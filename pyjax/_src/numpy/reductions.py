@@ -101,7 +101,7 @@ def _broadcast_to(x, shape):
   xs = tuple(x.shape)
   if xs == shape:
     return x
-  nd, lead = len(shape), len(shape) - len(xs)
+  lead = len(shape) - len(xs)
   if lead < 0 or _any(d != 1 and d != s for d, s in zip(xs, shape[lead:])):
     raise ValueError(f"Incompatible shapes for broadcasting: {xs} and requested shape {shape}")
   grow = tuple(i for i, d in enumerate(xs) if d != shape[lead + i])
@@ -777,83 +777,16 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
 
 # --- median -----------------------------------------------------------------------------
 def _median(name, a, axis, out, overwrite_input, keepdims, squash_nans):
+  """JAX's definition: the midpoint quantile at 0.5 (nanquantile for nanmedian)."""
+  from pyjax._src.numpy import statistics
   a = _asarray(name, a)
-  if overwrite_input or out is not None:
-    raise ValueError(f"jax.numpy.{'nanquantile' if squash_nans else 'quantile'} does not "
-                     "support overwrite_input=True or out != None")
   if isinstance(axis, list):
     raise ValueError("Non-hashable static arguments are not supported. An error occurred "
                      "while trying to hash an object of type <class 'list'>, "
                      f"{axis}. The error was:\nTypeError: unhashable type: 'list'\n")
-  a, = promote_dtypes_inexact(a)
-  if dtypes.is_complex(a.dtype):
-    raise ValueError("quantile does not support complex input, as the operation is poorly "
-                     "defined.")
-  keep_shape = None
-  if axis is None:
-    if keepdims:
-      keep_shape = (1,) * a.ndim
-    a = _ravel(a) if a.ndim != 1 else a
-    axis = 0
-  elif isinstance(axis, tuple):
-    nd = a.ndim
-    axes = tuple(_canonicalize_axis(ax, nd) for ax in axis)
-    if len(set(axes)) != len(axes):
-      raise ValueError("repeated axis")
-    keep_shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
-    kept = [i for i in range(nd) if i not in axes]
-    perm = tuple(kept + sorted(axes))
-    if perm != tuple(range(nd)):
-      a = lax.transpose(a, perm)
-    a = lax.reshape(a, tuple(a.shape[:len(kept)]) + (math.prod(a.shape[len(kept):]),))
-    axis = a.ndim - 1
-  else:
-    axis = _canonicalize_axis(axis, a.ndim)
-  n = a.shape[axis]
-  if n == 0:
-    raise TypeError("Slice size at index 0 in gather op is out of range, must be within "
-                    "[0, 0 + 1), got 1.")
-  if squash_nans:
-    a = lax.sort(a, axis)  # NaNs sort to the end
-    counts = sum(lax.bitwise_not(_isnan(a)), axis=axis, keepdims=True)
-    lo_idx = lax.div(lax.sub(counts, _const(counts, 1)), _const(counts, 2))
-    lo_idx = lax.max(lo_idx, _const(lo_idx, 0))
-    hi_idx = lax.sub(counts, lax.add(lo_idx, _const(counts, 1)))
-    hi_idx = lax.max(hi_idx, _const(hi_idx, 0))
-    lo = _take_along(a, lo_idx, axis)
-    hi = _take_along(a, hi_idx, axis)
-    result = lax.mul(lax.add(lo, hi), _const(lo, 0.5))
-    if not keepdims:
-      result = lax.reshape(result, tuple(d for i, d in enumerate(result.shape) if i != axis))
-  else:
-    a = _where(any(_isnan(a), axis=axis, keepdims=True), np.nan, a)
-    a = lax.sort(a, axis)
-    lo_i, hi_i = (n - 1) // 2, n // 2
-    lo = _index_in_dim(a, lo_i, axis, keepdims)
-    hi = _index_in_dim(a, hi_i, axis, keepdims)
-    result = lax.mul(lax.add(lo, hi), _const(lo, 0.5))
-  if keepdims and keep_shape is not None:
-    result = lax.reshape(result, keep_shape)
-  return _convert(result, a.dtype)
-
-
-def _index_in_dim(x, i, axis, keepdims):
-  start = [0] * x.ndim
-  limit = list(x.shape)
-  start[axis], limit[axis] = i, i + 1
-  out = lax.slice(x, tuple(start), tuple(limit))
-  if not keepdims:
-    out = lax.reshape(out, tuple(d for j, d in enumerate(x.shape) if j != axis))
-  return out
-
-
-def _take_along(x, idx, axis):
-  """x[..., idx, ...] along ``axis`` with an index array of keepdims shape (via a one-hot
-  mask and a sum, so only reductions are needed)."""
-  iota = lax.broadcasted_iota(idx.dtype, x.shape, axis)
-  mask = lax.eq(iota, _broadcast_to(idx, x.shape))
-  picked = lax.select(mask, x, _full(x.shape, 0, x.dtype))
-  return _expand_dims(lax.reduce_sum(picked, (axis,)), (axis,))
+  fn = statistics.nanquantile if squash_nans else statistics.quantile
+  return fn(a, 0.5, axis=axis, out=out, overwrite_input=overwrite_input, keepdims=keepdims,
+            method="midpoint")
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
