@@ -11,7 +11,7 @@ from pyjax._src.api_device import (  # noqa: F401
     device_put, device_get, block_until_ready, device_put_replicated, effects_barrier)
 from pyjax._src.runtime.devices import Device  # noqa: F401
 from pyjax._src.api import (  # noqa: F401
-    jit, make_jaxpr, eval_shape, ShapeDtypeStruct, disable_jit, ensure_compile_time_eval)
+    jit, make_jaxpr, eval_shape, ShapeDtypeStruct, disable_jit, ensure_compile_time_eval, typeof)
 from pyjax._src.api_ad import (  # noqa: F401
     jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian,
     custom_jvp, custom_vjp)

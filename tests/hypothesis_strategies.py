@@ -175,14 +175,6 @@ def arrays(name, shape, **kw):
   """A NumPy array of dtype ``name`` and ``shape`` (bfloat16 drawn as float32 and cast)."""
   dt = np_dtype(name)
   draw_dt = np.float32 if dt == bf16 else dt
-  if name in ("int64", "uint64") and not pyjax.config.jax_enable_x64:
-    # values that survive the x32 canonicalization to int32/uint32 (pyjax bug: wider values
-    # reach float conversions unwrapped; test_numpy_properties_elementwise.py::
-    # test_x32_wide_int_to_float)
-    info = np.iinfo(canonical(name))
-    lo, hi = kw.get("min_value"), kw.get("max_value")
-    kw["min_value"] = info.min if lo is None else max(lo, info.min)
-    kw["max_value"] = info.max if hi is None else min(hi, info.max)
   return hnp.arrays(draw_dt, shape, elements=elements(name, **kw)).map(
       lambda a: _no_f32_subnormals(a.astype(dt)))
 

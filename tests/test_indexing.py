@@ -465,7 +465,7 @@ def test_jaxpr_structure_matches_jax(jax, name):
   theirs = jax.make_jaxpr(cases[name](jjnp))(np.ones((3, 4), np.float32))
   assert [e.primitive.name for e in mine.eqns] == [e.primitive.name for e in theirs.eqns]
   for a, b in zip(mine.eqns, theirs.eqns):
-    assert [str(v.aval) for v in a.outvars] == [v.aval.str_short(short_dtypes=True) for v in b.outvars]
+    assert [v.aval.str_short(short_dtypes=True) for v in a.outvars] == [v.aval.str_short(short_dtypes=True) for v in b.outvars]
     if a.primitive.name in ("gather", "scatter", "scatter-add", "scatter-mul", "scatter-sub",
                             "scatter-min", "scatter-max"):
       for k in ("dimension_numbers", "mode", "indices_are_sorted", "unique_indices"):

@@ -501,7 +501,7 @@ def test_jaxpr_params():
       assert uj is None
     else:
       assert [e.primitive.name for e in uj.eqns] == [comb]
-      assert [str(v.aval) for v in uj.invars] == ["f32[]", "f32[]"]
+      assert [str(v.aval) for v in uj.invars] == ["float32[]", "float32[]"]
   assert lax.scatter_add_p.name == "scatter-add" and lax.scatter_p.name == "scatter"
 
 

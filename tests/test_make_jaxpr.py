@@ -419,3 +419,34 @@ def test_make_jaxpr_axis_env_unbound_name_and_scope():
   pyjax.make_jaxpr(lambda x: lax.psum(x, "i"), axis_env=[("i", 4)])(1.0)
   with pytest.raises(NameError):   # the names are bound only while make_jaxpr traces
     pyjax.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)
+
+
+@pytest.mark.parametrize("value", ["abc", [1, 2], None, 1, True, 2.5, np.ones((2, 3), np.int8),
+                                   np.float32(1)], ids=repr)
+def test_typeof_matches_jax(value):
+  jax = pytest.importorskip("jax")
+  try:
+    ref = jax.typeof(value)
+  except TypeError as e:
+    with pytest.raises(TypeError) as ours:
+      pyjax.typeof(value)
+    assert str(ours.value) == str(e)
+    return
+  ours = pyjax.typeof(value)
+  assert (str(ours), repr(ours)) == (str(ref), repr(ref))
+
+
+def test_tracer_reprs_match_jax():
+  jax = pytest.importorskip("jax")
+
+  def reprs(m):
+    seen = []
+    rec = lambda x: seen.append(repr(x)) or x  # noqa: E731
+    m.grad(rec)(1.0)
+    m.vmap(rec)(np.ones(3, np.float32))
+    m.jvp(rec, (1.0,), (1.0,))
+    m.make_jaxpr(rec)(1.0)
+    m.jit(rec)(np.ones(3, np.float32))
+    m.vmap(m.grad(rec))(np.ones(2, np.float32))
+    return seen
+  assert reprs(pyjax) == reprs(jax)

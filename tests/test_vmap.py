@@ -532,8 +532,8 @@ def test_vmap_of_jit_is_cached():
 def test_make_jaxpr_of_vmap_is_shape_correct():
   x = jnp.ones((5, 3))
   jaxpr = pyjax.make_jaxpr(vmap(lambda a: jnp.sum(jnp.sin(a)) * a))(x)
-  assert [str(v.aval) for v in jaxpr.jaxpr.invars] == ["f32[5,3]"]
-  assert [str(v.aval) for v in jaxpr.jaxpr.outvars] == ["f32[5,3]"]
+  assert [str(v.aval) for v in jaxpr.jaxpr.invars] == ["float32[5,3]"]
+  assert [str(v.aval) for v in jaxpr.jaxpr.outvars] == ["float32[5,3]"]
   for eqn in jaxpr.eqns:
     out = eqn.primitive.abstract_eval(*[v.aval for v in eqn.invars], **eqn.params)
     outs = out if eqn.primitive.multiple_results else [out]

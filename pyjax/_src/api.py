@@ -446,7 +446,7 @@ def _key_diff(new, old, debug):
       if a == b:
         continue
       at = names[i] if names is not None and i < len(names) else f"args[{i}]"
-      sa, sb = a.str_short(), b.str_short()
+      sa, sb = a.str_short(short_dtypes=True), b.str_short(short_dtypes=True)
       if len(a.shape) != len(b.shape):   # JAX shows the (rank-dependent) sharding spec
         sa, sb = sa + "({})", sb + "({})"
       if a.weak_type != b.weak_type:
@@ -1238,6 +1238,17 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
   make_jaxpr_f.__qualname__ = f"make_jaxpr({getattr(fun, '__qualname__', repr(fun))})"
   make_jaxpr_f.__name__ = f"make_jaxpr({staging.fun_name(fun)})"
   return make_jaxpr_f
+
+
+def typeof(x):
+  """The abstract value (type) of ``x``: ``ShapedArray(float32[3])``, ``~int32[]`` for a
+  Python int, ``key<fry>[]`` for a typed key; TypeError for non-JAX values."""
+  try:
+    return core.get_aval(x)
+  except TypeError:
+    t = type(x)
+    shown = t if t is str else f"'{t}'"   # (sic) JAX quotes the type except for str
+    raise TypeError(f"Argument '{x}' of type {shown} is not a valid JAX type") from None
 
 
 def eval_shape(fun, *args, **kwargs):

@@ -52,15 +52,18 @@ class ShapedArray:
       h = self._hash = hash((self.shape, self.dtype, self.weak_type))
     return h
 
-  def str_short(self, short_dtypes=True):
+  def str_short(self, short_dtypes=False):
+    """``float32[2,3]`` (``f32[2,3]`` with ``short_dtypes``, as in jaxprs)."""
     dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
     return f"{dt}[{','.join(str(d) for d in self.shape)}]"
 
   def __repr__(self):
     w = ", weak_type=True" if self.weak_type else ""
-    return f"ShapedArray({self.str_short(short_dtypes=False)}{w})"
+    return f"ShapedArray({self.str_short()}{w})"
 
-  __str__ = str_short
+  def __str__(self):
+    """JAX's ``str(aval)``: ``~float32[]`` for a weakly typed float32 scalar."""
+    return ("~" if self.weak_type else "") + self.str_short()
 
 
 def aval_of_numpy(x, weak_type=False):

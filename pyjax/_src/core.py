@@ -290,7 +290,7 @@ class Tracer(Array):
     return self
 
   def __repr__(self):
-    return f"Traced<{self.aval.str_short()}>with<{self._trace!r}>"
+    return f"Traced<{self.aval.str_short(short_dtypes=True)}>with<{self._trace!r}>"
 
   def __str__(self):
     return self.__repr__()
@@ -315,7 +315,7 @@ class Var:
     self._count = next(Var._counter)
 
   def __repr__(self):
-    return f"Var({self._count}:{self.aval.str_short()})"
+    return f"Var({self._count}:{self.aval.str_short(short_dtypes=True)})"
 
 
 class DropVar(Var):
@@ -333,7 +333,7 @@ class Literal:
     self.aval = aval
 
   def __repr__(self):
-    return f"{_format_literal(self.val)}:{self.aval.str_short()}"
+    return f"{_format_literal(self.val)}:{self.aval.str_short(short_dtypes=True)}"
 
 
 def _format_literal(v):
@@ -550,7 +550,7 @@ class _NameContext:
     return self.var_name(v)
 
   def binder(self, v):
-    return f"{self.var_name(v)}:{v.aval.str_short()}"
+    return f"{self.var_name(v)}:{v.aval.str_short(short_dtypes=True)}"
 
   def suggest_same_var_names(self, for_vars, like_vars):
     """Name each of ``for_vars`` (an inner jaxpr's binders) like the outer atom it is
@@ -786,6 +786,9 @@ class StagingTracer(Tracer):
   @property
   def aval(self):
     return self._aval
+
+  def __repr__(self):
+    return f"JitTracer({self._aval})"
 
 
 class StagingInterpreter(Interpreter):

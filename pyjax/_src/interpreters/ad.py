@@ -75,7 +75,7 @@ class Zero:
 def _aval_str(aval):
   if aval.dtype == float0:
     return f"float0[{','.join(str(d) for d in aval.shape)}]"
-  return aval.str_short()
+  return aval.str_short(short_dtypes=True)
 
 
 class UndefinedPrimal:

@@ -34,12 +34,6 @@ __all__ = [
 
 
 # --- shared checks ----------------------------------------------------------------------
-def _aval_str(aval):
-  """``float32[2,3]`` (``~`` marks a weak type), as JAX's reduction errors print avals."""
-  return (("~" if aval.weak_type else "") + aval.dtype.name
-          + "[" + ",".join(str(d) for d in aval.shape) + "]")
-
-
 def _is_number(d):
   return dtypes.is_int(d) or dtypes.is_float(d) or dtypes.is_complex(d)
 
@@ -56,7 +50,7 @@ def _check_axes(aval, axes):
   nd = len(aval.shape)
   if not all(0 <= a < nd for a in axes):
     raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
-                     f"{_aval_str(aval)}.")
+                     f"{aval}.")
 
 
 def _reduced_shape(shape, axes):
@@ -295,7 +289,7 @@ def _reduce_abstract(*avals, computation, jaxpr, dimensions):
   for i, (o, a) in enumerate(zip(outs, operands)):
     if o.shape != () or o.dtype != a.dtype:
       raise ValueError(f"reduce computation's result {i} must be a scalar of dtype "
-                       f"{a.dtype.name} (the operand's), got {o.str_short()}")
+                       f"{a.dtype.name} (the operand's), got {o.str_short(short_dtypes=True)}")
   out_shape = _reduced_shape(shape0, dimensions)
   return [ShapedArray(out_shape, a.dtype, a.weak_type and i.weak_type)
           for a, i in zip(operands, inits)]

@@ -26,13 +26,13 @@ class AbstractToken(ShapedArray):
   def update(self, shape=None, dtype=None, weak_type=None):
     return self
 
-  def str_short(self, short_dtypes=True):
+  def str_short(self, short_dtypes=False):
     return "Tok"
-
-  __str__ = str_short
 
   def __repr__(self):
     return "AbstractToken()"
+
+  __str__ = __repr__
 
   def __eq__(self, other):
     return type(other) is AbstractToken

@@ -169,7 +169,7 @@ def _reduce_window_abstract(*avals, jaxpr, consts, window_dimensions, window_str
   for i, (o, a) in enumerate(zip(outs, operands)):
     if o.shape != () or o.dtype != a.dtype:
       raise ValueError(f"reduce_window computation's result {i} must be a scalar of dtype "
-                       f"{a.dtype.name} (the operand's), got {o.str_short()}")
+                       f"{a.dtype.name} (the operand's), got {o.str_short(short_dtypes=True)}")
   return [ShapedArray(out_shape, a.dtype, False) for a in operands]
 
 

@@ -290,7 +290,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     weights = _arr("bincount", weights)
     if weights.shape != x.shape:
       raise ValueError(f"type of weights must match type of x. Got typeof(x)="
-                       f"{x.aval.str_short()}({{}}) and typeof(weights)={weights.aval.str_short()}({{}})")
+                       f"{x.aval.str_short(short_dtypes=True)}({{}}) and typeof(weights)={weights.aval.str_short(short_dtypes=True)}({{}})")
   wd = dtypes.canonicalize_dtype(np.asarray(weights).dtype) if isinstance(weights, np.ndarray) \
       else weights.dtype
   idx = lax.max(x, np.array(0, x.dtype))

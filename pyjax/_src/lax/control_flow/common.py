@@ -133,11 +133,6 @@ def as_array(x):
                                           weak_type=aval.weak_type, sharding=None)
 
 
-def aval_str(aval):
-  """JAX's ``str(aval)``: ``~float32[]`` for a weakly typed float32 scalar."""
-  return ("~" if aval.weak_type else "") + aval.str_short(short_dtypes=False)
-
-
 # --- jaxpr surgery ---------------------------------------------------------------------
 def is_literal(v):
   return type(v) is core.Literal

@@ -72,7 +72,7 @@ class _ShowAval:
     self.aval = aval
 
   def __str__(self):
-    return common.aval_str(self.aval)
+    return str(self.aval)
 
   def __repr__(self):
     return repr(self.aval)
