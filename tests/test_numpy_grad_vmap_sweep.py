@@ -115,12 +115,8 @@ case("np.around", "r", kw={"decimals": 1})
 case("np.clip", "r", kw={"min": -0.5, "max": 0.7})
 lcase("np.clip[array bounds]", lambda m, x, lo: m.np.clip(x, lo, lo + 1.0), "r", "u")
 case("np.modf", "r")
-lcase("np.frexp[mantissa]", lambda m, x: m.np.frexp(x)[0], "p", grad_xfail=(
-    "pyjax bug (pyjax/_src/numpy/ufuncs.py:frexp): the mantissa's derivative is 0; JAX's "
-    "is 2**-exponent (the mantissa must be computed differentiably from x, e.g. x * 2**-e)"))
-lcase("np.ldexp", lambda m, x: m.np.ldexp(x, m.np.array([[1, 2, -1, 0]] * 3)), "r",
-      grad_xfail=("pyjax bug (pyjax/_src/numpy/ufuncs.py:ldexp): d ldexp(x, n)/dx is 0; "
-                  "JAX's is 2**n (x * 2**n built from differentiable ops)"))
+lcase("np.frexp[mantissa]", lambda m, x: m.np.frexp(x)[0], "p")
+lcase("np.ldexp", lambda m, x: m.np.ldexp(x, m.np.array([[1, 2, -1, 0]] * 3)), "r")
 
 # --- numpy: binary elementwise ---------------------------------------------------------
 for _n in ["add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum",

@@ -95,6 +95,21 @@ def test_call_scalars_weak_type_and_errors():
     pjnp.add(np.ones(1), np.ones(1), np.ones(1))
 
 
+@pytest.mark.parametrize("name", UFUNC_NAMES)
+def test_out_and_where_none_accepted_others_raise_like_jax(name):
+  u = getattr(pjnp, name)
+  args = (np.ones(2, np.float32 if name.startswith("logaddexp") else np.int32),) * u.nin
+  np.testing.assert_array_equal(u(*args, out=None, where=None), u(*args))
+  for kw, what in [({"out": np.ones(2)}, "out"), ({"where": True}, "where"),
+                   ({"out": 1, "where": 2}, "out")]:
+    with pytest.raises(NotImplementedError) as e:
+      u(*args, **kw)
+    assert str(e.value) == f"{what} argument of <jnp.ufunc '{name}'>"
+    with pytest.raises(NotImplementedError) as ej:
+      getattr(jnp, name)(*args, **kw)
+    assert str(ej.value) == str(e.value)
+
+
 def test_frompyfunc_generic_call_keeps_out_where_checks():
   f = pjnp.frompyfunc(lambda a, b: a * b + 1, 2, 1)
   np.testing.assert_allclose(f(np.arange(3.), 2.), np.arange(3.) * 2 + 1)

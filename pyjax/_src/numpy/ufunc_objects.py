@@ -85,9 +85,9 @@ class ufunc(functools.partial):
   """A universal function: ``ufunc(func, nin, nout, *, name, nargs, identity, call, reduce,
   accumulate, at, reduceat)``.  Calls take ``out=None`` and ``where=None`` only.
 
-  Differs from JAX: a ufunc built with ``call=`` (as ``jnp.add``, ``jnp.multiply``, ... are)
-  dispatches straight to that function, so ``jnp.add(x, y, out=None)`` raises TypeError
-  (JAX accepts ``out=None``/``where=None`` and raises NotImplementedError for others)."""
+  A ufunc built with ``call=`` (as ``jnp.add``, ``jnp.multiply``, ... are) dispatches
+  straight to that function (no wrapper frame); those functions take ``out=None`` and
+  ``where=None`` themselves and raise JAX's NotImplementedError for other values."""
 
   def __new__(cls, func, /, nin, nout, *, name=None, nargs=None, identity=None, call=None,
               reduce=None, accumulate=None, at=None, reduceat=None):

@@ -106,7 +106,13 @@ def _where(c, x, y):
 _INEXACT = frozenset(d for d in dtypes.all_dtypes if dtypes.is_inexact(d))
 
 
-def _one_to_one_unop(name, lax_fn, inexact=False):
+def _ufunc_kwargs(name, out, where):
+  """JAX's error for ``out=``/``where=`` given to a ``jnp.ufunc`` (only None is accepted)."""
+  what = "out" if out is not None else "where"
+  raise NotImplementedError(f"{what} argument of <jnp.ufunc '{name}'>")
+
+
+def _one_to_one_unop(name, lax_fn, inexact=False, ufunc=False):
   # fast path: a concrete Array that needs no promotion goes straight to lax
   if inexact:
     def f(x, /):
@@ -114,6 +120,15 @@ def _one_to_one_unop(name, lax_fn, inexact=False):
         return lax_fn(x)
       check_arraylike(name, x)
       x, = promote_dtypes_inexact(x)
+      return lax_fn(x)
+  elif ufunc:   # (jnp.negative: a jnp.ufunc object calls this)
+    def f(x, /, *, out=None, where=None):
+      if out is not None or where is not None:
+        _ufunc_kwargs(name, out, where)
+      if type(x) is ArrayImpl:
+        return lax_fn(x)
+      check_arraylike(name, x)
+      x, = promote_dtypes(x)
       return lax_fn(x)
   else:
     def f(x, /):
@@ -129,12 +144,19 @@ def _one_to_one_unop(name, lax_fn, inexact=False):
   return f
 
 
-def _one_to_one_binop(name, lax_fn, inexact=False, numeric=False):
+def _one_to_one_binop(name, lax_fn, inexact=False, numeric=False, ufunc=False):
   promote = promote_args_inexact if inexact else promote_args_numeric if numeric else promote_args
 
-  def f(x, y, /):
-    x, y = promote(name, x, y)
-    return lax_fn(x, y)
+  if ufunc:   # (a jnp.ufunc object calls this: out=None and where=None are accepted)
+    def f(x, y, /, *, out=None, where=None):
+      if out is not None or where is not None:
+        _ufunc_kwargs(name, out, where)
+      x, y = promote(name, x, y)
+      return lax_fn(x, y)
+  else:
+    def f(x, y, /):
+      x, y = promote(name, x, y)
+      return lax_fn(x, y)
   f.__name__ = name
   f.__qualname__ = name
   f.__doc__ = f"jnp.{name}: elementwise with broadcasting, as numpy.{name}."
@@ -169,9 +191,9 @@ atanh = _one_to_one_unop("atanh", lax.atanh, True)
 sqrt = _one_to_one_unop("sqrt", lax.sqrt, True)
 cbrt = _one_to_one_unop("cbrt", lax.cbrt, True)
 sign = _one_to_one_unop("sign", lax.sign)
-negative = _one_to_one_unop("negative", lax.neg)
+negative = _one_to_one_unop("negative", lax.neg, ufunc=True)
 
-subtract = _one_to_one_binop("subtract", lax.sub)
+subtract = _one_to_one_binop("subtract", lax.sub, ufunc=True)
 nextafter = _one_to_one_binop("nextafter", lax.nextafter, inexact=True)
 arctan2 = _one_to_one_binop("arctan2", lax.atan2, inexact=True)
 
@@ -208,8 +230,8 @@ less = _ordering("less", lax.lt)
 less_equal = _ordering("less_equal", lax.le)
 greater = _ordering("greater", lax.gt)
 greater_equal = _ordering("greater_equal", lax.ge)
-maximum = _one_to_one_binop("maximum", lax.max)
-minimum = _one_to_one_binop("minimum", lax.min)
+maximum = _one_to_one_binop("maximum", lax.max, ufunc=True)
+minimum = _one_to_one_binop("minimum", lax.min, ufunc=True)
 float_power = _one_to_one_binop("float_power", lax.pow, inexact=True)
 true_divide = _one_to_one_binop("true_divide", lax.div, inexact=True)
 divide = true_divide
@@ -218,8 +240,10 @@ __all__.append("divide")
 # add/multiply of booleans are logical or/and (as in NumPy and JAX).  The bool case is
 # handled when lax rejects the dtype, so the hot path for numbers is one lax call.
 @_export
-def add(x, y, /):
+def add(x, y, /, *, out=None, where=None):
   """jnp.add: elementwise x + y with broadcasting; booleans give logical or."""
+  if out is not None or where is not None:
+    _ufunc_kwargs("add", out, where)
   x, y = promote_args("add", x, y)
   try:
     return lax.add(x, y)
@@ -230,8 +254,10 @@ def add(x, y, /):
 
 
 @_export
-def multiply(x, y, /):
+def multiply(x, y, /, *, out=None, where=None):
   """jnp.multiply: elementwise x * y with broadcasting; booleans give logical and."""
+  if out is not None or where is not None:
+    _ufunc_kwargs("multiply", out, where)
   x, y = promote_args("multiply", x, y)
   try:
     return lax.mul(x, y)
@@ -592,7 +618,9 @@ def _to_bool(x):
 
 
 def _logical_binop(name, lax_fn):
-  def f(x1, x2, /):
+  def f(x1, x2, /, *, out=None, where=None):
+    if out is not None or where is not None:
+      _ufunc_kwargs(name, out, where)
     x1, x2 = promote_args(name, x1, x2)
     return lax_fn(_to_bool(x1), _to_bool(x2))
   f.__name__ = f.__qualname__ = name
@@ -613,9 +641,9 @@ def logical_not(x, /):
   return lax.bitwise_not(_to_bool(asarray_weak(x)))
 
 
-bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and)
-bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or)
-bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor)
+bitwise_and = _one_to_one_binop("bitwise_and", lax.bitwise_and, ufunc=True)
+bitwise_or = _one_to_one_binop("bitwise_or", lax.bitwise_or, ufunc=True)
+bitwise_xor = _one_to_one_binop("bitwise_xor", lax.bitwise_xor, ufunc=True)
 
 
 def _bitwise_not(name):
@@ -795,18 +823,22 @@ __all__.append("pow")
 
 
 @_export
-def logaddexp(x1, x2, /):
+def logaddexp(x1, x2, /, *, out=None, where=None):
   """jnp.logaddexp: log(exp(x1) + exp(x2)) without overflow.  As in JAX, a custom_jvp
   function (after promotion): the tangent is t1*exp(x1 - out) + t2*exp(x2 - out) with
   +inf values replaced by 0 (so equal arguments get 0.5 each, and inf/inf gets 1 each)."""
+  if out is not None or where is not None:
+    _ufunc_kwargs("logaddexp", out, where)
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
   return _logaddexp_custom()[0](x1, x2)
 
 
 @_export
-def logaddexp2(x1, x2, /):
+def logaddexp2(x1, x2, /, *, out=None, where=None):
   """jnp.logaddexp2: log2(2**x1 + 2**x2) without overflow (a custom_jvp function, as
   jnp.logaddexp, with 2**(x - out) weights)."""
+  if out is not None or where is not None:
+    _ufunc_kwargs("logaddexp2", out, where)
   x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
   return _logaddexp_custom()[1](x1, x2)
 
@@ -995,7 +1027,31 @@ def frexp(x, /):
   return _frexp(x)
 
 
+_frexp_cache = []
+
+
 def _frexp(x):
+  """(mantissa, exponent) as a custom_jvp function, as in JAX: the mantissa's tangent is
+  ``t * 2**-e`` (so ``ldexp``, built on it, gets ``t * 2**x2``); the bit manipulation
+  below has no derivative of its own."""
+  if not _frexp_cache:
+    from pyjax._src.api_ad import custom_jvp
+    f = custom_jvp(_frexp_bits)
+    f.defjvp(_frexp_jvp)
+    _frexp_cache.append(f)
+  return _frexp_cache[0](x)
+
+
+def _frexp_jvp(primals, tangents):
+  from pyjax._src.interpreters import ad
+  x, = primals
+  t, = tangents
+  m, e = _frexp_bits(x)
+  scale = lax.exp2(lax.neg(lax.convert_element_type(e, _dtype(x))))
+  return (m, e), (lax.mul(t, scale), np.zeros(np.shape(e), ad.float0))
+
+
+def _frexp_bits(x):
   d = _dtype(x)
   info = dtypes.finfo(d)
   nbits = d.itemsize * 8
