@@ -489,5 +489,8 @@ def _numpy_plan(closed_jaxpr, name):
   filename = f"<pyjax jit {name} #{next(_counter)}>"
   code = compile(src, filename, "exec")
   namespace = dict(gen.globals)
+  # a backend module name: registry.py's filter silences NumPy's floating-point warnings
+  # for the inlined NumPy operations too (XLA never warns)
+  namespace["__name__"] = "pyjax._src.backends.cpu.generated"
   exec(code, namespace)  # noqa: S102  -- our own generated source
   return namespace[fn_name], src

@@ -196,6 +196,7 @@ def _host_function(np_prog, seg_fns):
     return seg_fns[0], src
   src, namespace = _host_source(np_prog, seg_fns)
   code = compile(src, f"<pyjax native host {np_prog.name} #{next(_counter)}>", "exec")
+  namespace["__name__"] = "pyjax._src.backends.cpu.generated"   # (see executable.py)
   exec(code, namespace)  # noqa: S102  -- our own generated source
   return namespace["host"], src
 
