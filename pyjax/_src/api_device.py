@@ -1,12 +1,8 @@
 """Moving data between host and devices: device_put, device_get, block_until_ready.
 
-``device_put`` of traced values binds ``device_put_p`` (one equation for all the leaves, as
-in JAX's jaxprs): the identity on values; its JVP puts the tangents, its transpose puts the
-cotangents back (always copying), batching keeps the batch dims.  Concrete values move
-without tracing."""
+``device_put`` of traced values binds ``device_put_p`` (``lax/sharding.py``: one equation
+for all the leaves, as in JAX's jaxprs); concrete values move without tracing."""
 from __future__ import annotations
-
-import enum
 
 import numpy as np
 
@@ -54,65 +50,21 @@ def _put_one(x, device, may_alias=None, donate=False):
   raise TypeError(f"device_put: argument of type {type(x)} is not a valid JAX type")
 
 
-class ArrayCopySemantics(enum.Enum):
-  """How ``device_put`` treats its input buffer (a ``device_put_p`` parameter)."""
-  ALWAYS_COPY = 0
-  REUSE_INPUT = 1
-  DONATE_INPUT = 2
-
-  def __repr__(self):
-    return f"ArrayCopySemantics.{self.name}"
-
-
-device_put_p = core.Primitive("device_put")
-device_put_p.multiple_results = True
-device_put_p.def_abstract_eval(lambda *avals, devices, srcs, copy_semantics: list(avals))
-
-
-def _device_put_jvp(primals, tangents, **params):
-  from pyjax._src.interpreters import ad
-  ts = [ad.instantiate_zeros(t) for t in tangents]
-  return device_put_p.bind(*primals, **params), device_put_p.bind(*ts, **params)
-
-
-def _device_put_transpose(cts, *args, devices, srcs, copy_semantics):
-  from pyjax._src.interpreters import ad
-  keep = [i for i, a in enumerate(args) if ad.is_undefined_primal(a)]
-  cts = [ad.instantiate_zeros(cts[i]) for i in keep]
-  outs = device_put_p.bind(*cts, devices=tuple(srcs[i] for i in keep),
-                           srcs=tuple(devices[i] for i in keep),
-                           copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) * len(keep))
-  res = [None] * len(args)
-  for i, o in zip(keep, outs):
-    res[i] = o
-  return res
-
-
-def _device_put_batch(args, dims, **params):
-  return device_put_p.bind(*args, **params), list(dims)
-
-
-def _register_device_put_rules():
-  from pyjax._src.interpreters import ad, batching
-  ad.primitive_jvps[device_put_p] = _device_put_jvp
-  ad.primitive_transposes[device_put_p] = _device_put_transpose
-  batching.primitive_batchers[device_put_p] = _device_put_batch
-
-
 def _put_traced(x, device, src, donate, may_alias):
   """``device_put`` when a leaf is traced: one ``device_put_p`` equation for all leaves."""
+  from pyjax._src.lax import sharding
   leaves, tree = tree_util.tree_flatten(x)
   n = len(leaves)
   devs, srcs = (_prefix_leaves(d, x, n) for d in (device, src))
+  semantics = sharding.ArrayCopySemantics
   if donate:
-    cs = ArrayCopySemantics.DONATE_INPUT
+    cs = semantics.DONATE_INPUT
   elif may_alias is False:
-    cs = ArrayCopySemantics.ALWAYS_COPY
+    cs = semantics.ALWAYS_COPY
   else:
-    cs = ArrayCopySemantics.REUSE_INPUT
-  outs = device_put_p.bind(*leaves, devices=tuple(_resolve_device(d) for d in devs),
-                           srcs=tuple(_resolve_device(d) for d in srcs),
-                           copy_semantics=(cs,) * n)
+    cs = semantics.REUSE_INPUT
+  outs = sharding.bind_device_put(leaves, [_resolve_device(d) for d in devs],
+                                  [_resolve_device(d) for d in srcs], (cs,) * n)
   return tree_util.tree_unflatten(tree, outs)
 
 
@@ -171,5 +123,3 @@ def effects_barrier():
   from pyjax._src.runtime import stream
   stream.synchronize_all()
 
-
-_register_device_put_rules()

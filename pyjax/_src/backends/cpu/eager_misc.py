@@ -1,6 +1,6 @@
 """Eager NumPy implementations of the smaller lax primitives (``lax/misc.py``): split,
 stack, unstack, tile, copy, mulhi, the total-order comparisons, empty, stage,
-optimization_barrier, device_put and dce_sink.
+optimization_barrier and dce_sink.
 """
 from __future__ import annotations
 
@@ -43,13 +43,6 @@ def _stage(x):
 @register("optimization_barrier")
 def _optimization_barrier(*xs):
   return list(xs)
-
-
-@register("device_put")
-def _device_put(*xs, devices, srcs, copy_semantics):
-  # one host: the identity (a copy where the semantics say so)
-  return [np.array(x, copy=True) if getattr(c, "name", "") == "ALWAYS_COPY" else x
-          for x, c in zip(xs, copy_semantics)]
 
 
 @register("dce_sink")
