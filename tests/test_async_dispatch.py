@@ -26,13 +26,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore:(overflow|invalid value):Runtim
 N = 512      # N x N float32 products: large enough to be enqueued, quick to compute
 
 
-@contextlib.contextmanager
-def compile_mode(m):
-  prev = executable.set_compile_mode(m)
-  try:
-    yield
-  finally:
-    executable.set_compile_mode(prev)
+compile_mode = executable.compile_mode_override
 
 
 @contextlib.contextmanager

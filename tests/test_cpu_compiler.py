@@ -48,13 +48,7 @@ def dtype_params(dts, slow=_SLOW_DTYPES):
           for d in dts]
 
 
-@contextlib.contextmanager
-def compile_mode(m):
-  prev = executable.set_compile_mode(m)
-  try:
-    yield
-  finally:
-    executable.set_compile_mode(prev)
+compile_mode = executable.compile_mode_override
 
 
 @contextlib.contextmanager

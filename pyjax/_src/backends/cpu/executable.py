@@ -32,6 +32,7 @@ synchronously.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import queue
@@ -61,6 +62,16 @@ def set_compile_mode(mode):
   prev = _mode_override
   _mode_override = mode
   return prev
+
+
+@contextlib.contextmanager
+def compile_mode_override(mode):
+  """``set_compile_mode(mode)`` for the duration of a ``with`` block."""
+  prev = set_compile_mode(mode)
+  try:
+    yield
+  finally:
+    set_compile_mode(prev)
 
 
 def compile_mode():
