@@ -1,8 +1,6 @@
 """Argument checking and NumPy-style promotion for jax.numpy functions."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from pyjax._src import core, dtypes
@@ -182,19 +180,9 @@ def _scalar_like(aval, y):
       return None
   else:
     return None
-  key = (d, t, y)
-  if y == 0 and t is float:
-    key = (d, t, math.copysign(1.0, y))   # +0.0 and -0.0 are equal as keys
-  a = _weak_scalars.get(key)
-  if a is None:
-    if len(_weak_scalars) >= 512:
-      _weak_scalars.clear()
-    a = _weak_scalars[key] = ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
-  return a
+  return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
 
 
-# the weak 0-d Arrays made for Python scalars (immutable, so shared): (dtype, type, value)
-_weak_scalars = {}
 _FLOATS = frozenset(dtypes.float_dtypes)
 _FMAX = {d: float(dtypes.finfo(d).max) for d in dtypes.float_dtypes}
 _INT_BOUNDS = {d: (int(dtypes.iinfo(d).min), int(dtypes.iinfo(d).max)) for d in dtypes.int_dtypes}
