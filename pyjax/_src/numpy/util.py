@@ -180,10 +180,13 @@ def _scalar_like(aval, y):
       return None
   else:
     return None
-  return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
+  return ArrayImpl(np.array(y, d), _WEAK_SCALAR_AVALS[d], None, False)
 
 
 _FLOATS = frozenset(dtypes.float_dtypes)
+# the (immutable, shareable) abstract value of a weak 0-d Array per dtype
+_WEAK_SCALAR_AVALS = {d: ShapedArray((), d, True)
+                      for d in set(dtypes.float_dtypes) | set(dtypes.int_dtypes)}
 _FMAX = {d: float(dtypes.finfo(d).max) for d in dtypes.float_dtypes}
 _INT_BOUNDS = {d: (int(dtypes.iinfo(d).min), int(dtypes.iinfo(d).max)) for d in dtypes.int_dtypes}
 
