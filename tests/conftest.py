@@ -25,6 +25,22 @@ def _restore_x64():
     real_jax.config.update("jax_enable_x64", prev)
 
 
+@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["x32", "x64"])
+def mode(request):
+  """x64 off (default run), then on (slow run), in pyjax and JAX alike; yields the flag.
+  Function-scoped: a module-scoped x64 fixture stays on while the module's other tests
+  run."""
+  jax = pytest.importorskip("jax")
+  prev, jprev = pyjax.config.jax_enable_x64, jax.config.jax_enable_x64
+  pyjax.config.update("jax_enable_x64", request.param)
+  jax.config.update("jax_enable_x64", request.param)
+  try:
+    yield request.param
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)
+    jax.config.update("jax_enable_x64", jprev)
+
+
 @pytest.fixture
 def jax():
   """Real JAX (the oracle), or skip."""

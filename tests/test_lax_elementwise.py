@@ -167,17 +167,7 @@ def compare(ours_fn, ref_fn, *, ulps=4, atol_eps=0.0, cplx_ulps=None, context=""
     assert_close_float(o, r, ulps, atol_eps, context=context)
 
 
-@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["x32", "x64"])
-def mode(request):
-  """x64 off (default run), then on (exhaustive run), in pyjax and JAX alike.  Function-scoped:
-  a module-scoped x64 fixture stays active while pytest runs the module's other tests."""
-  jax = pytest.importorskip("jax")
-  prev, jprev = pyjax.config.jax_enable_x64, jax.config.jax_enable_x64
-  pyjax.config.update("jax_enable_x64", request.param)
-  jax.config.update("jax_enable_x64", request.param)
-  yield request.param
-  pyjax.config.update("jax_enable_x64", prev)
-  jax.config.update("jax_enable_x64", jprev)
+# ``mode`` (x32 in the default run, x64 in the slow one): tests/conftest.py
 
 
 @pytest.fixture

@@ -106,17 +106,7 @@ def compare(ours_fn, ref_fn, ulps=8, context=""):
       assert ok.all(), f"{context}: pyjax={on[~ok]} jax={rn[~ok]}"
 
 
-@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)], ids=["x32", "x64"])
-def mode(request):
-  """x64 off (default run) and on (exhaustive run).  Function-scoped: a module-scoped x64
-  fixture would stay on while the module's other tests run."""
-  jax = pytest.importorskip("jax")
-  prev, jprev = pyjax.config.jax_enable_x64, jax.config.jax_enable_x64
-  pyjax.config.update("jax_enable_x64", request.param)
-  jax.config.update("jax_enable_x64", request.param)
-  yield request.param
-  pyjax.config.update("jax_enable_x64", prev)
-  jax.config.update("jax_enable_x64", jprev)
+# ``mode`` (x32 in the default run, x64 in the slow one): tests/conftest.py
 
 
 FAST_DT = [b_, i8, u32, bf16, f16, f32, c64]
