@@ -22,9 +22,9 @@ import math
 import numpy as np
 
 from pyjax._src.backends.cpu.compiler import codegen_c
-from pyjax._src.backends.cpu.compiler import conv as conv_mod
 from pyjax._src.backends.cpu.compiler import dot as dot_mod
 from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler import plan as plan_mod
 
 GIL_RELEASE_WORK = 1 << 14
@@ -119,14 +119,14 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
       kname, params = kernels[g]
       args = [f"(void *)({slots[rv]})" for rv in params]
       body.append(f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}")
-    elif g.node.prim == conv_mod.PRIM:
+    elif g in kernels:   # an opaque native kernel (opaque.py)
       kname, _ = kernels[g]
       args = [f"(void *)({slots[root(v)]})" for v in list(g.node.ins) + list(g.node.outs)]
-      body.append(f"  {{ void *P[3] = {{{', '.join(args)}}}; {kname}(P); }}")
+      body.append(f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}")
     else:
       lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], L.storage_type)
       body.extend("  " + ln for ln in lines)
-  has_dot = any(g.kind == "dot" and g.node.prim != conv_mod.PRIM for g in seg.groups)
+  has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" for g in seg.groups)
   out = []
   out.append(f"{'static ' if static else ''}void {fname}(void **B, char *A) {{")
   out.append("  (void)B; (void)A;")
@@ -147,8 +147,8 @@ def _segment_work(seg):
   for g in seg.groups:
     if g.kind == "loop":
       work += math.prod(g.full_shape)
-    elif g.node.prim == conv_mod.PRIM:
-      work += conv_mod.work(g.node)
+    elif g.node.prim != "dot_general":
+      work += opaque.lookup(g.node).work(g.node)
     else:
       node = g.node
       lc, rc, lb, rb, lf, rf = dot_mod._dims(node)
@@ -307,16 +307,16 @@ void pyjax_set_blas(void *s, void *d) { pj_sgemm = (pj_gemm_s)s; pj_dgemm = (pj_
 
 
 def group_kernels(fusion, seg, prefix):
-  """(C sources, {group: (kernel name, params)}) of a segment's loop kernels and native
-  convolutions, named ``<prefix><group id>``."""
+  """(C sources, {group: (kernel name, params)}) of a segment's loop kernels and opaque
+  native kernels (``opaque.py``), named ``<prefix><group id>``."""
   root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
   srcs, kernels = [], {}
   for g in seg.groups:
     name = f"{prefix}{g.id}"
     if g.kind == "loop":
       src, params = codegen_c.kernel_source(fusion, g, root, name)
-    elif g.node.prim == conv_mod.PRIM:
-      src, params = conv_mod.kernel_source(g.node, name, L.storage_type(g.node.outs[0].dtype)), None
+    elif g.node.prim != "dot_general":
+      src, params = opaque.lookup(g.node).kernel_source(g.node, name), None
     else:
       continue
     srcs.append(src)

@@ -10,7 +10,7 @@ items run on pyjax's pool.  Products are summed in (input feature, kernel offset
 with fused multiply-adds, so results agree with the NumPy tier's im2col + BLAS to
 rounding, not bit for bit (as XLA's own convolution algorithms differ among themselves).
 
-Fusion treats the node like a BLAS dot (a group of its own, kind ``"dot"``).
+Registered in ``opaque.py``: fusion treats the node like a BLAS dot (a group of its own).
 """
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler.ir import Value
+from pyjax._src.backends.cpu.compiler.lower_c import storage_type
 
 PRIM = "conv_general_dilated"
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -94,8 +96,9 @@ def work(node):
   return g["nout"] * g["O"] * g["cg"] * math.prod(g["ksz"]) * math.prod(g["osp"])
 
 
-def kernel_source(node, name, ctype):
+def kernel_source(node, name):
   """C of ``name(void *const *P)``: ``P`` = (lhs, rhs, out) data pointers."""
+  ctype = storage_type(node.outs[0].dtype)
   g = _geometry(node)
   nsp = g["nsp"]
   t = ctype
@@ -180,3 +183,6 @@ def kernel_source(node, name, ctype):
   L.append(f"  else {name}_range((void *)P, 0, {items});")
   L.append("}")
   return "\n".join(L) + "\n"
+
+
+opaque.register(PRIM, supported, kernel_source, work)

@@ -7,8 +7,8 @@ Kinds of nodes:
   ``rev``, ``slice``, ``iota`` -- they only change which element is read, so consumers
   compute them inline at a remapped index (affine index maps);
 - *reductions* (``REDUCE``): ``reduce_{sum,prod,max,min,and,or,xor}``, ``argmax/argmin``;
-- ``dot_general`` on float32/float64 (``DOT``): a BLAS call; a float32/float64
-  ``conv_general_dilated`` is a ``DOT`` group too (a native convolution, ``conv.py``);
+- ``dot_general`` on float32/float64 (``DOT``): a BLAS call; a primitive with a native
+  kernel of its own (``opaque.py``: convolutions, ...) is a ``DOT`` group too;
 - everything else (``HOST``): run on the NumPy backend between native kernels.
 
 Groups are formed greedily in reverse topological order (consumers first), as XLA's
@@ -35,8 +35,7 @@ import math
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import conv as conv_mod
-from pyjax._src.backends.cpu.compiler import lower_c
+from pyjax._src.backends.cpu.compiler import lower_c, opaque
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value
 
 EW, LAYOUT, REDUCE, DOT, HOST = "ew", "layout", "reduce", "dot", "host"
@@ -50,6 +49,8 @@ ORDERED_REDUCTIONS = frozenset(["reduce_sum", "reduce_prod"])
 def classify(node):
   """The fusion kind of ``node``."""
   p = node.prim
+  if opaque.lookup(node) is not None:  # a native kernel of its own, like a BLAS dot
+    return DOT
   if len(node.outs) != 1 or node.effects:
     return HOST
   out = node.out
@@ -66,8 +67,6 @@ def classify(node):
     return REDUCE
   if p == "dot_general":
     return DOT if _blas_dot(node) else HOST
-  if p == conv_mod.PRIM:   # a native convolution is a group of its own, like a BLAS dot
-    return DOT if conv_mod.supported(node) else HOST
   if lower_c.supports(node):
     return EW
   return HOST

@@ -1,0 +1,58 @@
+"""Opaque native operations: primitives with a hand-written C kernel of their own.
+
+A convolution, a gather, a sort ... is not a loop nest fusion can merge with its
+neighbours, but it should still run inside the native segment (and inside native loops)
+instead of as a NumPy step between segments.  Such a primitive registers here:
+
+- ``supported(node) -> bool``: whether this node (params, dtypes, shapes) has a kernel;
+- ``kernel_source(node, name) -> str``: C defining ``static void name(void *const *P)``,
+  where ``P`` holds the data pointers of the node's inputs, then of its outputs (all
+  C-contiguous, in storage types: ``lower_c.storage_type``); the kernel may use the
+  prelude's helpers and ``pj_parallel_for`` (``runtime.py``);
+- ``work(node) -> int``: a rough count of elementary operations (for the GIL-release
+  threshold).
+
+Fusion makes every supported node a group of its own (kind ``"dot"``, like a BLAS call):
+its operands are materialized before it and its outputs after it.  Multi-output nodes are
+allowed.  Modules that register: ``conv.py``.
+"""
+from __future__ import annotations
+
+import importlib
+
+_REGISTRY = {}
+# modules whose import registers kernels (imported lazily, once)
+_MODULES = ["pyjax._src.backends.cpu.compiler.conv"]
+_loaded = False
+
+
+class Entry:
+  __slots__ = ("prim", "supported", "kernel_source", "work")
+
+  def __init__(self, prim, supported, kernel_source, work):
+    self.prim, self.supported, self.kernel_source, self.work = prim, supported, kernel_source, work
+
+
+def register(prim, supported, kernel_source, work):
+  """Register a native kernel for primitive ``prim`` (see the module docstring)."""
+  _REGISTRY[prim] = Entry(prim, supported, kernel_source, work)
+
+
+def _load():
+  global _loaded
+  if not _loaded:
+    _loaded = True
+    for m in _MODULES:
+      importlib.import_module(m)
+
+
+def lookup(node):
+  """The entry that runs ``node`` natively, or None."""
+  _load()
+  e = _REGISTRY.get(node.prim)
+  if e is None or node.effects:
+    return None
+  try:
+    return e if e.supported(node) else None
+  except (KeyError, TypeError, ValueError):
+    return None
