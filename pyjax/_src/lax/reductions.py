@@ -66,6 +66,8 @@ def _axes_tuple(axes):
 # --- arithmetic / order / logical reductions --------------------------------------------
 _ALL_AXES = [tuple(range(n)) for n in range(65)]
 _NUMBER_DTYPES = frozenset(d for d in dtypes.all_dtypes if _is_number(d))
+# the (immutable, shareable) 0-d abstract values of full reductions: [weak_type][dtype]
+_SCALAR_AVALS = [{d: ShapedArray((), d, w) for d in _NUMBER_DTYPES} for w in (False, True)]
 
 
 def _arith_reduction(name, accepts_all=False, with_sharding=False):
@@ -74,7 +76,7 @@ def _arith_reduction(name, accepts_all=False, with_sharding=False):
 
   def abstract(operand, *, axes, out_sharding=None):
     if axes == _ALL_AXES[len(operand.shape)] and operand.dtype in _NUMBER_DTYPES:
-      return ShapedArray((), operand.dtype, operand.weak_type)  # full reduction: the hot path
+      return _SCALAR_AVALS[operand.weak_type][operand.dtype]  # full reduction: the hot path
     _check_axes(operand, axes)
     if not accepts_all:
       _check_number(name, operand.dtype)

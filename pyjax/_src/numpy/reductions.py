@@ -331,7 +331,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   if (type(a) is ArrayImpl and axis is None and out is None and not keepdims
       and initial is None and where is None):
     aval = a.aval
-    if aval.dtype in _KEEP_DTYPE and not aval.weak_type and aval.size:  # the hot path
+    if aval.dtype in _KEEP_DTYPE and not aval.weak_type and 0 not in aval.shape:  # hot path
       return _lax_r.reduce_max_p.bind(a, axes=_ALL_AXES[len(aval.shape)])
     r = _full_reduce_fast(a, _lax_r.reduce_max_p, False)
     if r is not None:
@@ -345,7 +345,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   if (type(a) is ArrayImpl and axis is None and out is None and not keepdims
       and initial is None and where is None):
     aval = a.aval
-    if aval.dtype in _KEEP_DTYPE and not aval.weak_type and aval.size:  # the hot path
+    if aval.dtype in _KEEP_DTYPE and not aval.weak_type and 0 not in aval.shape:  # hot path
       return _lax_r.reduce_min_p.bind(a, axes=_ALL_AXES[len(aval.shape)])
     r = _full_reduce_fast(a, _lax_r.reduce_min_p, False)
     if r is not None:

@@ -180,13 +180,24 @@ def _scalar_like(aval, y):
       return None
   else:
     return None
-  return ArrayImpl(np.array(y, d), _WEAK_SCALAR_AVALS[d], None, False)
+  key = (d, y)
+  b = _WEAK_SCALAR_BUFS.get(key)
+  if b is None:
+    b = np.array(y, d)
+    if y or t is int:   # (0.0 and -0.0 are equal keys: float zeros are not cached)
+      b.flags.writeable = False
+      if len(_WEAK_SCALAR_BUFS) < 4096:
+        _WEAK_SCALAR_BUFS[key] = b
+  # a fresh Array each time (autodiff tells values apart by identity); only the
+  # read-only NumPy buffer is shared
+  return ArrayImpl(b, _WEAK_SCALAR_AVALS[d], None, False)
 
 
 _FLOATS = frozenset(dtypes.float_dtypes)
 # the (immutable, shareable) abstract value of a weak 0-d Array per dtype
 _WEAK_SCALAR_AVALS = {d: ShapedArray((), d, True)
                       for d in set(dtypes.float_dtypes) | set(dtypes.int_dtypes)}
+_WEAK_SCALAR_BUFS = {}   # (dtype, Python scalar) -> read-only 0-d buffer
 _FMAX = {d: float(dtypes.finfo(d).max) for d in dtypes.float_dtypes}
 _INT_BOUNDS = {d: (int(dtypes.iinfo(d).min), int(dtypes.iinfo(d).max)) for d in dtypes.int_dtypes}
 

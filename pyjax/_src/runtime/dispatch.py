@@ -101,6 +101,15 @@ def apply_primitive(prim, args, params):
           if type(by) is np.ndarray:
             out_aval = prim._abstract_eval(x.aval, y.aval, **params)
             return _finish(prim, prim.name, out_aval, (bx, by), params, None, False)
+  elif n == 3:
+    # select_n / clamp with three such Arrays
+    x, y, z = args
+    if (type(x) is ArrayImpl and type(y) is ArrayImpl and type(z) is ArrayImpl
+        and not (x._committed or y._committed or z._committed)):
+      bx, by, bz = x._buf, y._buf, z._buf
+      if type(bx) is np.ndarray and type(by) is np.ndarray and type(bz) is np.ndarray:
+        out_aval = prim._abstract_eval(x.aval, y.aval, z.aval, **params)
+        return _finish(prim, prim.name, out_aval, (bx, by, bz), params, None, False)
   bufs = []
   avals = []
   device = None

@@ -220,8 +220,15 @@ def _complex_order_reduce(x, axes, is_max):
 
 
 def _order_reduce(x, axes, is_max):
-  axes = tuple(axes)
   d = x.dtype
+  if d in _PLAIN_ORDER and x.ndim == 1 and 0 < x.size <= _SPLIT and len(axes) == 1:
+    # the eager hot path (jnp.max of a small vector): accumulate is much cheaper than
+    # reduce on tiny arrays; a zero result needs XLA's signed-zero order
+    res = (np.maximum if is_max else np.minimum).accumulate(x)[-1, ...]
+    if res or d.kind != "f":
+      return res
+    return _fix_signed_zeros(res, x, (0,), is_max)
+  axes = tuple(axes)
   if d.kind == "c" and axes:
     return _complex_order_reduce(x, axes, is_max)
   if x.size and d in _PLAIN_ORDER:
