@@ -922,3 +922,26 @@ def test_sanitizers_fuzz_slice(tmp_path):
                      capture_output=True, text=True, env=env, timeout=3000)
   assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
   assert "passed" in r.stdout
+
+
+def test_long_recurrence_compiles_in_linear_time(tmp_path):
+  # bessel_jn unrolls Miller's backward recurrence (50 steps, each reading the previous
+  # values, cheap steps inlined into their consumers): fusion once counted every path
+  # through such chains and ran out of memory.  A subprocess bounds time and memory.
+  r = _run_py("""
+      import resource
+      resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+      import numpy as np, pyjax
+      import pyjax.scipy.special as sp
+      f = pyjax.jit(lambda z: sp.bessel_jn(z, v=2))
+      z = np.linspace(0.5, 3, 4).astype(np.float32)
+      exe = f.lower(z).compile().runtime_executable()
+      assert exe.error is None, exe.error
+      from pyjax._src.backends.cpu import executable
+      executable.set_compile_mode("off")   # the NumPy tier (float32 gives NaN, as in JAX)
+      want = pyjax.jit(lambda z: sp.bessel_jn(z, v=2))(z)
+      np.testing.assert_allclose(np.asarray(f(z)), np.asarray(want), rtol=1e-5)
+      print("TIER", exe.tier)
+  """, {"PYJAX_CACHE_DIR": str(tmp_path)}, timeout=120)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert "TIER native" in r.stdout

@@ -216,7 +216,8 @@ def test_jaxpr_matches_jax():
 
 def test_vmap_and_jit():
   np.testing.assert_allclose(pyjax.vmap(pnn.softmax)(X), pnn.softmax(X), rtol=1e-6)
-  np.testing.assert_allclose(pyjax.jit(pnn.gelu)(X), pnn.gelu(X), rtol=1e-6)
+  # (jit may run native code whose tanh differs by an ulp: gelu cancels near -3)
+  np.testing.assert_allclose(pyjax.jit(pnn.gelu)(X), pnn.gelu(X), rtol=1e-6, atol=1e-6)
   np.testing.assert_allclose(pyjax.vmap(lambda q: pnn.dot_product_attention(q, K[0], V[0]))(
       Q[0][None]), pnn.dot_product_attention(Q[0], K[0], V[0])[None], rtol=1e-5)
 

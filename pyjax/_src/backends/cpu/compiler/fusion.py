@@ -351,7 +351,9 @@ class Fusion:
           res.append((g, self._operand_access(c, v, ("idx", forms), g)))
       else:
         res.append((None, None))
-    return res
+    # distinct uses only: a value reached through chains of inlined nodes that share
+    # operands (a recurrence) would otherwise count each path, exponentially many
+    return list(dict.fromkeys(res)) if len(res) > 1 else res
 
   def _operand_access(self, c, v, cacc, g):
     """Access of ``v`` (an operand of ``c``) when ``c``'s output is read with ``cacc``."""
