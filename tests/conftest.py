@@ -11,6 +11,46 @@ import pytest
 os.environ.setdefault("PYJAX_COMPILE", "off")
 
 import pyjax  # noqa: E402
+from pyjax._src.backends.cpu import executable as _executable  # noqa: E402
+
+# The compiled pass (.ci/run): the default run records, in $PYJAX_RECORD_JIT_TESTS, every
+# test that runs a jitted program (a NumPy-tier executable call); the pass then reruns
+# exactly those tests (PYJAX_TESTS_FROM=<that file>) with PYJAX_COMPILE=sync, so every
+# jitted program of the suite also runs as native code.  Tests that never run a jitted
+# program would run identically twice and are left out.
+_RECORD = os.environ.get("PYJAX_RECORD_JIT_TESTS")
+_ONLY = os.environ.get("PYJAX_TESTS_FROM")
+_ran_jit = [False]
+
+if _RECORD:
+  _numpy_plan = _executable._numpy_plan
+
+  def _recording_plan(closed, name):
+    fn, src = _numpy_plan(closed, name)
+
+    def run(*bufs):
+      _ran_jit[0] = True
+      return fn(*bufs)
+    return run, src
+  _executable._numpy_plan = _recording_plan
+
+  @pytest.hookimpl(hookwrapper=True)
+  def pytest_runtest_protocol(item, nextitem):
+    _ran_jit[0] = False
+    yield
+    if _ran_jit[0]:
+      with open(_RECORD, "a") as f:
+        f.write(item.nodeid + "\n")
+
+
+if _ONLY:
+  def pytest_collection_modifyitems(config, items):
+    with open(_ONLY) as f:
+      keep = set(f.read().split("\n"))
+    drop = [it for it in items if it.nodeid not in keep]
+    if drop:
+      config.hook.pytest_deselected(items=drop)
+      items[:] = [it for it in items if it.nodeid in keep]
 
 
 @pytest.fixture(autouse=True)
