@@ -1025,3 +1025,14 @@ def test_jit_under_vmap_retraces_for_a_new_axis_size():
   np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(3)), [3.0] * 3)
   np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(5)), [5.0] * 5)
   np.testing.assert_array_equal(pyjax.vmap(g, axis_name="i")(np.ones(3)), [3.0] * 3)
+
+
+def test_vmap_of_grad_adds_unbatched_cotangents_at_batch_size():
+  # squareplus's backward pass adds an unbatched cotangent to a batched one (add_any):
+  # the staged result must have the batch size, or compiled code allocates a [1, ...] buffer
+  g = pyjax.grad(lambda x: pyjax.nn.squareplus(x).sum())
+  x = np.linspace(-2, 2, 36).astype(np.float32).reshape(3, 3, 4)
+  closed = pyjax.make_jaxpr(pyjax.vmap(g))(x)
+  assert [a.shape for a in closed.out_avals] == [(3, 3, 4)]
+  want = np.stack([np.asarray(g(e)) for e in x])
+  np.testing.assert_allclose(np.asarray(pyjax.jit(pyjax.vmap(g))(x)), want, rtol=1e-6)

@@ -177,7 +177,11 @@ add_any_p.arg_names = ("x", "y")
 
 @add_any_p.def_abstract_eval
 def _add_any_abstract(x, y):
-  shape = x.shape if len(x.shape) >= len(y.shape) else y.shape
+  xs, ys = x.shape, y.shape
+  if xs == ys or len(xs) != len(ys):
+    shape = xs if len(xs) >= len(ys) else ys
+  else:   # size-1 dimensions broadcast (vmap adds them to unbatched operands)
+    shape = tuple(b if a == 1 else a for a, b in zip(xs, ys))
   return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
 
 
