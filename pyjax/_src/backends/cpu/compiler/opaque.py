@@ -22,7 +22,9 @@ import importlib
 
 _REGISTRY = {}
 # modules whose import registers kernels (imported lazily, once)
-_MODULES = ["pyjax._src.backends.cpu.compiler.conv"]
+_MODULES = ["pyjax._src.backends.cpu.compiler.conv",
+            "pyjax._src.backends.cpu.compiler.sort_cum",
+            "pyjax._src.backends.cpu.compiler.gather_scatter"]
 _loaded = False
 
 
