@@ -345,7 +345,7 @@ def _compile_entry(entry, device):
       _pxla_logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.",
                        name, shapes, mapping)
     t0 = time.perf_counter()
-    exe = compile_jaxpr(entry.closed, device, entry.name)
+    exe = compile_jaxpr(entry.closed, device, entry.name, _donation_pairs(entry))
     if _dispatch_logger.isEnabledFor(level):
       _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", name,
                            time.perf_counter() - t0)
@@ -371,6 +371,23 @@ def _donation_plan(entry):
     else:
       unusable.append(a)
   return usable, unusable
+
+
+def _donation_pairs(entry):
+  """(flat input, output) pairs: each donated input and the output (of its shape and dtype)
+  whose buffer it may become (the backend decides per call, see ``call_donating``)."""
+  if entry.n_tracer_consts:   # (only eager calls donate: they close over no tracers)
+    return ()
+  outs = [(a.shape, a.dtype) for a in entry.out_avals]
+  taken = [False] * len(outs)
+  pairs = []
+  for i, (d, a) in enumerate(zip(entry.donated, entry.closed.in_avals)):
+    for j, o in enumerate(outs):
+      if d and not taken[j] and o == (a.shape, a.dtype):
+        taken[j] = True
+        pairs.append((i, j))
+        break
+  return tuple(pairs)
 
 
 def _warn_unusable_donations(entry):
@@ -724,10 +741,12 @@ class JitWrapped:
     donate = None
     if any(entry.donated):
       donate = _check_donations(entry, leaves)
-    outs = _execute(exe, bufs)
     if donate:
-      for i in donate:
+      for i in donate:   # first: then ``bufs`` holds the only references to their buffers
         leaves[i]._donate()
+      outs = exe.call_donating(bufs, donate)
+    else:
+      outs = _execute(exe, bufs)
     out_dev = exe_dev
     arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
     if not kwargs and not any(entry.donated) and len(self._fast) < _MAX_FAST:

@@ -96,9 +96,10 @@ class CpuExecutable:
   ``exe.tier`` is "numpy", "pending" or "native"."""
   __slots__ = ("fn", "source", "in_avals", "out_avals", "device", "name", "_impl",
                "_closed", "_job", "native", "_calls", "_numpy_fn", "_work", "error", "_effects",
-               "__weakref__")
+               "_donate", "__weakref__")
 
-  def __init__(self, numpy_fn, source, closed, device, name):
+  def __init__(self, numpy_fn, source, closed, device, name, donate=()):
+    self._donate = tuple(donate)   # (input, output) pairs: donated buffer -> its output
     self._numpy_fn = numpy_fn
     self.source = source
     self._closed = closed
@@ -179,6 +180,53 @@ class CpuExecutable:
     pb = _stream.PendingBuffer
     return self.fn(*[b.result() if type(b) is pb else b for b in bufs])
 
+  def call_donating(self, bufs, donated):
+    """Run on ``bufs`` (a list this call owns) whose inputs at indices ``donated`` were
+    donated -- their Arrays already deleted, so ``bufs`` holds the only references the
+    caller knows of.  On the native tier an output whose buffer plan reuses a donated input
+    (``NativeProgram.donation``) is written into that input's buffer when nothing else
+    holds it: not another Array, a NumPy view or array object, nor queued work (see
+    ``_exclusive``).  Otherwise (and on the NumPy tier) outputs are allocated."""
+    native = self.native
+    pairs = native.donation if native is not None else None
+    cand = [(i, 1 << pairs[i]) for i in donated if pairs and i in pairs]
+    pb = _stream.PendingBuffer
+    pending = any(type(b) is pb for b in bufs)
+    if not cand:
+      return self.call_pending(bufs) if pending else self.fn(*bufs)
+    fn = native.fn
+    # computed inputs are decided now (only ``bufs`` may hold them: nothing can take a new
+    # reference later); a pending one when its array exists, if only ``bufs`` holds its
+    # PendingBuffer now
+    mask, later = 0, []
+    for i, bit in cand:
+      if not _exclusive(bufs, i):
+        continue
+      if type(bufs[i]) is pb:
+        later.append((i, bit))
+      else:
+        mask |= bit
+    if (not self._effects and _config.cpu_async_dispatch and not _stream.in_worker()
+            and (pending or self._work >= _ASYNC_WORK)):
+      nb = len(bufs)
+      if not later:
+        return self._stream().submit(lambda *bs: fn(*bs, mask), bufs, len(self.out_avals))
+
+      def job(*bs):
+        # the sentinel (bs[nb]) went through the same hands as a pending input: a donated
+        # array referenced exactly as often is referenced by nothing else
+        ref = sys.getrefcount(bs[nb])
+        m = mask
+        for i, bit in later:
+          if _owned(bs[i]) and sys.getrefcount(bs[i]) == ref:
+            m |= bit
+        return fn(*bs[:nb], m)
+      bufs.append(_sentinel())
+      return self._stream().submit(job, bufs, len(self.out_avals))
+    if pending:   # (a stream worker, or asynchronous dispatch off): pending donors copy
+      bufs = [b.result() if type(b) is pb else b for b in bufs]
+    return fn(*bufs, mask)
+
   def as_text(self):
     """The generated code: the native program (host Python + C) once compiled, else the
     NumPy plan's Python source."""
@@ -190,6 +238,32 @@ class CpuExecutable:
 
   def __repr__(self):
     return f"CpuExecutable({self.name}, {self.tier})"
+
+
+def _owned(b):
+  """An array owning C-contiguous, aligned memory (not a view)."""
+  return (type(b) is np.ndarray and b.base is None and b.flags.owndata
+          and b.flags.c_contiguous and b.flags.aligned)
+
+
+def _exclusive(container, i):
+  """Whether ``container[i]`` is referenced by ``container`` only and, for an array, owns
+  its memory (no view of it exists: a view references its base)."""
+  b = container[i]
+  if type(b) is np.ndarray and not _owned(b):
+    return False
+  # references: the container, ``b`` and getrefcount's argument
+  return sys.getrefcount(b) == 3
+
+
+def _sentinel():
+  """A PendingBuffer of finished work holding a fresh array (referenced by that work's
+  result list only): calibrates the reference count of resolved pending inputs."""
+  t = _stream.Task(None, ())
+  t.values = [np.empty(0, np.uint8)]
+  t.done = True
+  t.lock.release()
+  return _stream.PendingBuffer(t, 0)
 
 
 def _async_native(exe, native_fn):
@@ -231,7 +305,7 @@ class _Job:
   def run(self):
     exe = self.exe
     try:
-      exe._install(_build_native(exe._closed, exe.name))
+      exe._install(_build_native(exe._closed, exe.name, exe._donate))
     except _NoNative:
       pass
     except Exception as e:  # noqa: BLE001  -- a compiler bug must not break the program
@@ -297,11 +371,11 @@ def _debug():
 _warned_no_cc = [False]
 
 
-def _build_native(closed, name):
+def _build_native(closed, name, donate=()):
   from pyjax._src.backends.cpu.compiler import native
   t0 = time.perf_counter()
   try:
-    prog = native.lower(closed, name)
+    prog = native.lower(closed, name, donate)
   except native.Unsupported as e:
     if str(e) == "no C compiler" and not _warned_no_cc[0]:
       _warned_no_cc[0] = True
@@ -465,11 +539,12 @@ def _python_impl_runner(prim, eqn):
 
 
 
-def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr"):
+def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
   """Compile ``closed_jaxpr`` for ``device``: returns a ``CpuExecutable`` (see the module
-  docstring for the tiers)."""
+  docstring for the tiers).  ``donate``: (input index, output index) pairs of donated
+  inputs and the outputs that may take their buffers (``CpuExecutable.call_donating``)."""
   fn, src = _numpy_plan(closed_jaxpr, name)
-  exe = CpuExecutable(fn, src, closed_jaxpr, device, name)
+  exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)
   mode = compile_mode()
   if mode == "sync":
     exe.wait()

@@ -161,15 +161,25 @@ def _segment_c(fusion, seg, kernels):
   run = segment_run_c(fusion, seg, kernels)
   specs = [(tuple(v.shape), v.dtype) for v in seg.inputs]
   entry = entry_c(seg.index, specs, len(seg.outputs), len(seg.consts), seg.arena_size,
-                  _segment_work(seg) >= GIL_RELEASE_WORK)
+                  _segment_work(seg) >= GIL_RELEASE_WORK, getattr(seg, "aliases", None))
   return run + entry
 
 
-def entry_c(s, in_specs, nout, ncon, arena, heavy):
+def entry_c(s, in_specs, nout, ncon, arena, heavy, aliases=None):
   """C of entry ``s``'s Python callable ``pj_call_<s>`` (it calls ``pyjax_run_<s>``):
-  ``in_specs`` the inputs' (shape, dtype), ``nout`` outputs, ``ncon`` constants."""
+  ``in_specs`` the inputs' (shape, dtype), ``nout`` outputs, ``ncon`` constants.
+  ``aliases`` ({output j: input i}, donated buffers): the callable then also accepts
+  ``f(*arrays, mask)``; output ``j`` with bit ``j`` of the int ``mask`` set is written into
+  (and returned as) argument ``i`` itself, when that array was used in place (the caller
+  guarantees that nothing else holds it)."""
   nin = len(in_specs)
   out = []
+  al = [-1] * nout
+  for j, i in (aliases or {}).items():
+    if j < min(nout, 62):
+      al[j] = i
+  nal = 1 if any(i >= 0 for i in al) else 0
+  out.append(f"static const int pj_alias_{s}[{max(nout, 1)}] = {{{', '.join(map(str, al)) or '0'}}};")
   nds = [len(sh) for sh, _ in in_specs]
   dims = []
   offs = []
@@ -184,17 +194,24 @@ def entry_c(s, in_specs, nout, ncon, arena, heavy):
   out.append(f"""static PyObject *pj_call_{s}(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {{
   pj_inst *I = (pj_inst *)PyCapsule_GetPointer(self, "pyjax.segment");
   if (!I) return NULL;
-  if (nargs != {nin}) {{
+  long amask = 0;
+  if ({nal} && nargs == {nin} + 1) {{
+    amask = PyLong_AsLong(args[{nin}]);
+    if (amask == -1 && PyErr_Occurred()) return NULL;
+  }} else if (nargs != {nin}) {{
     PyErr_SetString(PyExc_TypeError, "pyjax native segment: expected {nin} arguments");
     return NULL;
   }}
   void *B[{max(nin + nout + ncon, 1)}];
   PyObject *tmp[{max(nin, 1)}];
   PyObject *outs[{max(nout, 1)}];
+  unsigned char inplace[{max(nin, 1)}];
   int ntmp = 0, nouts = 0;
   for (int i = 0; i < {nin}; i++) {{
     PyObject *a = args[i];
+    inplace[i] = 1;
     if (!pj_ok(I, a, i, pj_nd_{s}[i], pj_dims_{s} + pj_doff_{s}[i])) {{
+      inplace[i] = 0;
       PyObject *c = PyObject_CallFunctionObjArgs(I->normalize, a, I->index[i], NULL);
       if (!c) goto fail;
       tmp[ntmp++] = c;
@@ -207,8 +224,15 @@ def entry_c(s, in_specs, nout, ncon, arena, heavy):
     B[i] = ((pj_array *)a)->data;
   }}
   for (int j = 0; j < {nout}; j++) {{
-    PyObject *o = PyObject_Call(I->empty, I->out_args[j], NULL);
-    if (!o) goto fail;
+    PyObject *o;
+    const int d = pj_alias_{s}[j];
+    if (d >= 0 && ((amask >> j) & 1) && inplace[d]) {{   /* a donated input's buffer */
+      o = args[d];
+      Py_IncRef(o);
+    }} else {{
+      o = PyObject_Call(I->empty, I->out_args[j], NULL);
+      if (!o) goto fail;
+    }}
     outs[nouts++] = o;
     B[{nin} + j] = ((pj_array *)o)->data;
   }}

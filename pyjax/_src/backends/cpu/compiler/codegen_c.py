@@ -38,6 +38,124 @@ COL_TILE = 256
 TINY_SIMD = 8                # map loops over fewer elements get no simd pragma
 
 
+# Vectorized 1-D form of XLA's tree order for float32/float64 sums and products (the row
+# kernels' common case).  Each window of 32 is still reduced sequentially from the identity,
+# but eight (four for double) windows advance together in the lanes of one vector: eight
+# loads, an 8x8 transpose in registers, eight vector adds; four such blocks advance together
+# (independent accumulators hide the add latency).  Only the first and last windows can be
+# partial (the padding is split between both ends and is shorter than a window): scalar
+# loops reduce them.  Bit for bit what the scalar ``pj_tree_*`` helpers (lower_c.py)
+# compute.  Emitted once per translation unit, ahead of the first kernel that uses it.
+TREE1_SOURCE = r"""
+#ifndef PJ_TREE1_DEFINED
+#define PJ_TREE1_DEFINED 1
+typedef float pj_v8f __attribute__((vector_size(32)));
+typedef float pj_v8fu __attribute__((vector_size(32), aligned(4)));
+typedef int pj_v8i __attribute__((vector_size(32)));
+typedef double pj_v4d __attribute__((vector_size(32)));
+typedef double pj_v4du __attribute__((vector_size(32), aligned(8)));
+typedef long long pj_v4l __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define PJ_SH8(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+  __builtin_shufflevector(a, b, i0, i1, i2, i3, i4, i5, i6, i7)
+#define PJ_SH4(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+#define PJ_SH8(a, b, i0, i1, i2, i3, i4, i5, i6, i7) \
+  __builtin_shuffle(a, b, (pj_v8i){i0, i1, i2, i3, i4, i5, i6, i7})
+#define PJ_SH4(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (pj_v4l){i0, i1, i2, i3})
+#endif
+/* the code is built at -O2: the loops over the vectors of one block must be unrolled
+   explicitly, or the vectors live in memory (unrolling the outer loops too spills) */
+#define PJ_UNROLL _Pragma("GCC unroll 8")
+#define PJ_TRANSPOSE_8(v) do {                                                             \
+  pj_v8f t0 = PJ_SH8(v[0], v[1], 0, 8, 1, 9, 4, 12, 5, 13);                                 \
+  pj_v8f t1 = PJ_SH8(v[0], v[1], 2, 10, 3, 11, 6, 14, 7, 15);                               \
+  pj_v8f t2 = PJ_SH8(v[2], v[3], 0, 8, 1, 9, 4, 12, 5, 13);                                 \
+  pj_v8f t3 = PJ_SH8(v[2], v[3], 2, 10, 3, 11, 6, 14, 7, 15);                               \
+  pj_v8f t4 = PJ_SH8(v[4], v[5], 0, 8, 1, 9, 4, 12, 5, 13);                                 \
+  pj_v8f t5 = PJ_SH8(v[4], v[5], 2, 10, 3, 11, 6, 14, 7, 15);                               \
+  pj_v8f t6 = PJ_SH8(v[6], v[7], 0, 8, 1, 9, 4, 12, 5, 13);                                 \
+  pj_v8f t7 = PJ_SH8(v[6], v[7], 2, 10, 3, 11, 6, 14, 7, 15);                               \
+  pj_v8f s0 = PJ_SH8(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);                                     \
+  pj_v8f s1 = PJ_SH8(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);                                   \
+  pj_v8f s2 = PJ_SH8(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);                                     \
+  pj_v8f s3 = PJ_SH8(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);                                   \
+  pj_v8f s4 = PJ_SH8(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);                                     \
+  pj_v8f s5 = PJ_SH8(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);                                   \
+  pj_v8f s6 = PJ_SH8(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);                                     \
+  pj_v8f s7 = PJ_SH8(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);                                   \
+  v[0] = PJ_SH8(s0, s4, 0, 1, 2, 3, 8, 9, 10, 11);                                          \
+  v[1] = PJ_SH8(s1, s5, 0, 1, 2, 3, 8, 9, 10, 11);                                          \
+  v[2] = PJ_SH8(s2, s6, 0, 1, 2, 3, 8, 9, 10, 11);                                          \
+  v[3] = PJ_SH8(s3, s7, 0, 1, 2, 3, 8, 9, 10, 11);                                          \
+  v[4] = PJ_SH8(s0, s4, 4, 5, 6, 7, 12, 13, 14, 15);                                        \
+  v[5] = PJ_SH8(s1, s5, 4, 5, 6, 7, 12, 13, 14, 15);                                        \
+  v[6] = PJ_SH8(s2, s6, 4, 5, 6, 7, 12, 13, 14, 15);                                        \
+  v[7] = PJ_SH8(s3, s7, 4, 5, 6, 7, 12, 13, 14, 15); } while (0)
+#define PJ_TRANSPOSE_4(v) do {                                                             \
+  pj_v4d t0 = PJ_SH4(v[0], v[1], 0, 4, 2, 6);                                               \
+  pj_v4d t1 = PJ_SH4(v[0], v[1], 1, 5, 3, 7);                                               \
+  pj_v4d t2 = PJ_SH4(v[2], v[3], 0, 4, 2, 6);                                               \
+  pj_v4d t3 = PJ_SH4(v[2], v[3], 1, 5, 3, 7);                                               \
+  v[0] = PJ_SH4(t0, t2, 0, 1, 4, 5);                                                        \
+  v[1] = PJ_SH4(t1, t3, 0, 1, 4, 5);                                                        \
+  v[2] = PJ_SH4(t0, t2, 2, 3, 6, 7);                                                        \
+  v[3] = PJ_SH4(t1, t3, 2, 3, 6, 7); } while (0)
+#define PJ_TREE1(NAME, T, VT, VTU, L, OP, ID)                                              \
+static const T NAME##_pad[32] = {ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, \
+  ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID};                       \
+static inline void NAME##_blk4(const T *const *w, T *out) {                                 \
+  VT a[4]; PJ_UNROLL for (int q = 0; q < 4; q++) a[q] = (VT){0} + ID;                        \
+  for (int j0 = 0; j0 < 32; j0 += L)                                                         \
+    for (int q = 0; q < 4; q++) {                                                            \
+      VT v[L]; PJ_UNROLL for (int k = 0; k < L; k++) v[k] = *(const VTU *)(w[L * q + k] + j0); \
+      PJ_TRANSPOSE_##L(v);                                                                   \
+      PJ_UNROLL for (int k = 0; k < L; k++) a[q] = OP(a[q], v[k]); }                         \
+  PJ_UNROLL for (int q = 0; q < 4; q++) *(VTU *)(out + L * q) = a[q]; }                      \
+static inline void NAME##_blk1(const T *const *w, T *out) {                                 \
+  VT a0 = (VT){0} + ID;                                                                      \
+  for (int j0 = 0; j0 < 32; j0 += L) {                                                       \
+    VT v0[L];                                                                                \
+    PJ_UNROLL for (int k = 0; k < L; k++) v0[k] = *(const VTU *)(w[k] + j0);                \
+    PJ_TRANSPOSE_##L(v0);                                                                    \
+    PJ_UNROLL for (int k = 0; k < L; k++) a0 = OP(a0, v0[k]); }                              \
+  *(VTU *)out = a0; }                                                                        \
+static T NAME(const T *x, int64_t d) {                                                      \
+  if (d <= 32) { T a = ID; for (int64_t i = 0; i < d; i++) a = OP(a, x[i]); return a; }     \
+  const int64_t g = (d + 31) / 32, pd = (g * 32 - d) / 2;                                   \
+  const int64_t cf = pd > 0 ? 1 : 0, ce = (d + pd) / 32;                                    \
+  T stackbuf[512]; T *part = g <= 512 ? stackbuf : (T *)malloc(sizeof(T) * (size_t)g);       \
+  if (cf) { T a = ID; for (int64_t i = 0; i < 32 - pd; i++) a = OP(a, x[i]); part[0] = a; }  \
+  for (int64_t c = ce; c < g; c++) { T a = ID;                                               \
+    for (int64_t i = c * 32 - pd; i < d; i++) a = OP(a, x[i]); part[c] = a; }                \
+  const T *w[4 * L]; T out[4 * L];                                                           \
+  for (int64_t c = cf; c < ce; ) {                                                           \
+    const int nw = ce - c > 2 * L ? 4 * L : L;                                               \
+    for (int k = 0; k < nw; k++) w[k] = c + k < ce ? x + (c + k) * 32 - pd : NAME##_pad;   \
+    if (nw == 4 * L) NAME##_blk4(w, out); else NAME##_blk1(w, out);                          \
+    for (int k = 0; k < nw && c + k < ce; k++) part[c + k] = out[k];                         \
+    c += nw; }                                                                               \
+  T r = NAME(part, g);                                                                       \
+  if (part != stackbuf) free(part);                                                          \
+  return r; }
+#define PJ_T1_ADD(a, b) ((a) + (b))
+#define PJ_T1_MUL(a, b) ((a) * (b))
+PJ_TREE1(pj_tree1_sum_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_ADD, 0.0f)
+PJ_TREE1(pj_tree1_prod_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_MUL, 1.0f)
+PJ_TREE1(pj_tree1_sum_d, double, pj_v4d, pj_v4du, 4, PJ_T1_ADD, 0.0)
+PJ_TREE1(pj_tree1_prod_d, double, pj_v4d, pj_v4du, 4, PJ_T1_MUL, 1.0)
+#endif
+"""
+
+
+def _tree1_helper(prim, d):
+  """The vectorized 1-D helper (TREE1_SOURCE) for float32/float64, else None."""
+  name = np.dtype(d).name
+  if name not in ("float32", "float64"):
+    return None
+  return f"pj_tree1_{'sum' if prim == 'reduce_sum' else 'prod'}_{'f' if name == 'float32' else 'd'}"
+
+
 def _strides(shape):
   s, acc = [], 1
   for d in reversed(shape):
@@ -80,6 +198,34 @@ class KernelGen:
     self.work = 0
     self.rowbufs = {}                  # (value id, forms) -> row buffer of an earlier phase
     self.heap_rows = []                # row buffers to free at the end of the row
+    self.uses_tree1 = False            # calls a TREE1_SOURCE helper
+    # donated inputs whose buffer an output of this kernel may reuse (plan.py): every read of
+    # the input must be at the index being written, and before it is written
+    self.alias_out = {v: slot_root(x) for v, x in getattr(group, "alias_req", {}).items()}
+    self.alias_in = {x: v for v, x in self.alias_out.items()}
+    self._alias_reset()
+
+  # -- donated buffers ---------------------------------------------------------------------
+  def _alias_reset(self):
+    self.alias_reads = {x: set() for x in self.alias_in}   # offset forms read
+    self.alias_store = {}                                   # input root -> store form
+    self.alias_bad = set()
+
+  def _alias_read(self, rx, off_form):
+    """A read of donated input ``rx`` (``off_form`` None: a whole row, by pointer)."""
+    if rx in self.alias_store:
+      self.alias_bad.add(rx)        # read after the output sharing its buffer was written
+    if off_form is not None:
+      self.alias_reads[rx].add(off_form)
+
+  def alias_verdicts(self):
+    """{output value: True when it may be written into its donated input's buffer}."""
+    res = {}
+    for v, rx in self.alias_out.items():
+      f = self.alias_store.get(rx)
+      res[v] = (f is not None and rx not in self.alias_bad
+                and all(r == f for r in self.alias_reads[rx]))
+    return res
 
   # -- names ---------------------------------------------------------------------------
   def fresh(self, p="v"):
@@ -196,6 +342,10 @@ class KernelGen:
     return self._load(x, self.offset_form(x, forms), key)
 
   def _load(self, x, off_form, key):
+    if self.alias_in and self.collect is None:
+      rx = self.slot_root(x)
+      if rx in self.alias_in:
+        self._alias_read(rx, off_form)
     off, depth = self.form_c(off_form)
     expr = L.load(x.dtype, f"{self.ptr(x)}[{off}]")
     return self.declare(key, L.compute_type(x.dtype), expr, depth)
@@ -226,6 +376,14 @@ class KernelGen:
     return self.declare(key, L.compute_type(x.dtype), expr, depth)
 
   def store(self, v, forms, expr_depth):
+    rx = self.alias_out.get(v)
+    if rx is not None and self.collect is None:
+      # the donated input is loaded at this index before the output overwrites it
+      # (memoized: later uses in this iteration read the register, not the memory)
+      self.value(rx, forms)
+      f = self.offset_form(v, forms)
+      if self.alias_store.setdefault(rx, f) != f:
+        self.alias_bad.add(rx)
     expr, d = expr_depth
     off, od = self.form_c(self.offset_form(v, forms))
     self.line(f"{self.ptr(v)}[{off}] = {L.store(v.dtype, expr)};", max(d, od))
@@ -252,8 +410,11 @@ class KernelGen:
     for i, rv in enumerate(self.params):
       t = L.storage_type(rv.dtype)
       const = "" if rv in outs else "const "
-      decls.append(f"{const}{t} *restrict {self.pnames[rv]} = ({const}{t} *)P[{i}];")
-    src = [f"static void {self.name}_range(void *ctx, int64_t lo, int64_t hi) {{"]
+      # an output and the donated input whose buffer it may reuse can be the same memory
+      res = "" if (rv in self.alias_in or rv in self.alias_out) else "restrict "
+      decls.append(f"{const}{t} *{res}{self.pnames[rv]} = ({const}{t} *)P[{i}];")
+    src = [TREE1_SOURCE] if self.uses_tree1 else []
+    src.append(f"static void {self.name}_range(void *ctx, int64_t lo, int64_t hi) {{")
     src += ["  " + ln for ln in decls + body]
     src.append("}")
     src.append(f"static void {self.name}(void *const *P) {{")
@@ -290,6 +451,7 @@ class KernelGen:
     self.pnames.clear()
     self.pnames.update(pnames)
     self.work = 0
+    self._alias_reset()
     return forms, work
 
   def _coalesce(self, dims, forms):
@@ -679,8 +841,7 @@ class KernelGen:
     ext = [self.shape[k] for k in inner]
     n = math.prod(ext)
     st = _strides(ext)
-    dims = self.fresh("dims")
-    self.line(f"const int64_t {dims}[{len(inner)}] = {{{', '.join(map(str, ext))}}};")
+    dims = f"(const int64_t[{len(inner)}]){{{', '.join(map(str, ext))}}}"
     bufs = {}
     computed = []
     for m in reds:
@@ -688,15 +849,15 @@ class KernelGen:
       ct = L.compute_type(x.dtype)
       direct = self._direct_row(x, inner, st, full)
       if direct is not None:
-        bufs[m] = (direct, False)
+        bufs[m] = (direct, self.slot_root(x))
         continue
       b = self.fresh("row")
       if n <= 4096:
         self.line(f"{ct} {b}[{n}];")
-        bufs[m] = (b, False)
+        bufs[m] = (b, None)
       else:
         self.line(f"{ct} *{b} = ({ct} *)malloc(sizeof({ct}) * {n});")
-        bufs[m] = (b, False)
+        bufs[m] = (b, None)
         self.heap_rows.append(b)
       computed.append(m)
     if computed or outs:
@@ -716,9 +877,16 @@ class KernelGen:
           self.store(v, forms, self.value(v, forms))
       self._nested(specs, body)
     for m in reds:
-      b, heap = bufs[m]
+      b, direct_root = bufs[m]
       x = m.ins[0]
-      self.line(f"{accs[m]} = {L.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
+      if direct_root in self.alias_in:
+        self._alias_read(direct_root, None)
+      fast = _tree1_helper(m.prim, x.dtype) if len(inner) == 1 else None
+      if fast:
+        self.uses_tree1 = True
+        self.line(f"{accs[m]} = {fast}({b}, {n});")
+      else:
+        self.line(f"{accs[m]} = {L.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
       if m in computed and type(x) is Value:
         self.rowbufs[(x.id, full)] = (b, inner, st)
 
@@ -942,4 +1110,6 @@ def kernel_source(fusion, group, slot_root, name):
   """(C source of the group's kernel, its parameter root values)."""
   kg = KernelGen(fusion, group, slot_root, name)
   src = kg.generate()
+  if kg.alias_out:
+    group.alias_ok = kg.alias_verdicts()
   return src, kg.params

@@ -231,6 +231,8 @@ class Group:
     self.forms = {}            # member node -> set of forms tuples (index of its output)
     self.outputs = []          # values this group writes to memory
     self.node = None           # the node of a dot/host/view group
+    self.alias_req = {}        # output value -> donated input value sharing its buffer
+    self.alias_ok = {}         # output value -> the kernel generator's verdict (plan.py)
 
   @property
   def rank(self):

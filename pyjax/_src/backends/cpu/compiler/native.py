@@ -44,6 +44,10 @@ class NativeProgram:
     self.fn = None
     self.stats = {}
     self.whole = None        # a loops.LoopUnit when the whole program runs in one C call
+    # donated inputs whose buffer an output reuses: {input index: the output's index among
+    # the segment's}; ``fn`` then also accepts ``fn(*arrays, mask)`` (bit j set: that
+    # output may take its donated input's buffer)
+    self.donation = {}
 
   @property
   def native_loops(self):
@@ -139,11 +143,13 @@ def lower_parts(closed):
   return program, fu, steps
 
 
-def lower(closed, name="jaxpr"):
+def lower(closed, name="jaxpr", donate=()):
   """Lower ``closed`` (a ClosedJaxpr) to a NativeProgram (not yet built).  Raises
   ``Unsupported`` when no C compiler exists or nothing would run natively.  A program with
   loops whose every step can run in C becomes one translation unit with one entry (the
-  loops run natively, ``loops.py``)."""
+  loops run natively, ``loops.py``).  ``donate``: (input index, output index) pairs of
+  donated inputs and the outputs that may reuse their buffers (see
+  ``plan.donation_candidates``)."""
   tc = build.toolchain()
   if tc is None:
     raise Unsupported("no C compiler")
@@ -162,8 +168,16 @@ def lower(closed, name="jaxpr"):
   if not segs and not any(isinstance(s, plan.HostStep) and s.node.prim in control.RUNNERS
                           for s in steps):
     raise Unsupported("no native kernels")
+  cands = plan.donation_candidates(fu, steps, donate)
   source, nk = cmodule.module_source(fu, steps, tc.float16, tc.mvec)
-  return NativeProgram(name, program, fu, steps, source, nk, tc)
+  prog = NativeProgram(name, program, fu, steps, source, nk, tc)
+  if cands:
+    seg = segs[0]
+    for i, j in cands.items():
+      v = seg.outputs[j]
+      if any(g.alias_ok.get(v) for g in seg.groups if g.kind == "loop"):
+        prog.donation[i] = j
+  return prog
 
 
 def loops_enabled():
@@ -224,12 +238,14 @@ def _host_source(np_prog, seg_fns):
       names[x] = glob(x.const, "c")
     return names[x]
 
-  lines = [f"def host({', '.join(names[v] for v in program.inputs)}):"]
+  # with donated buffers (``NativeProgram.donation``) the one segment takes a mask too
+  mask = ", *_m" if np_prog.donation else ""
+  lines = [f"def host({', '.join(names[v] for v in program.inputs)}{mask}):"]
   for step in np_prog.steps:
     if isinstance(step, plan.Segment):
       fn = glob(seg_fns[step.index], "seg")
       outs = [f"v{v.id}" for v in step.outputs]
-      call = f"{fn}({', '.join(ref(v) for v in step.inputs)})"
+      call = f"{fn}({', '.join(ref(v) for v in step.inputs)}{mask})"
       if outs:
         lines.append(f"  {', '.join(outs)}, = {call}")
       else:

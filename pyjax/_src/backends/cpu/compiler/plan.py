@@ -11,7 +11,8 @@ Each segment's intermediate buffers (values written and read only inside it) liv
 *arena*: offsets are assigned by liveness (first fit over the segment's group order; a
 buffer becomes free after its last reader), 64-byte aligned, and the arena is allocated
 once per executable instance and kept between calls.  A steady-state call allocates only
-the segment's outputs.
+the segment's outputs -- and not even those that reuse a donated input's buffer
+(``donation_candidates``: ``jit(f, donate_argnums=...)`` of a one-segment program).
 """
 from __future__ import annotations
 
@@ -186,4 +187,45 @@ def _plan_arena(fusion, seg, internal):
     seg.arena_size = max(seg.arena_size, off + size)
 
 
-__all__ = ["schedule", "Segment", "HostStep", "root"]
+def donation_candidates(fusion, steps, pairs):
+  """Donated inputs whose buffer may hold an output (``pairs``: (input index, output
+  index) of equal shape and dtype, from the API's donation plan).  Only for a program that
+  is one segment.  A pair qualifies when the output is written by a loop kernel that is the
+  last group reading the input; the kernel generator then checks the rest (the
+  input is read only at the index being written, and before it is written) and records
+  its verdict in the writer's ``group.alias_ok``.  Returns {program input index: segment
+  output index}; sets ``seg.aliases`` ({segment output index: segment input index}) and
+  each writer group's ``alias_req`` ({output value: input value})."""
+  program = fusion.program
+  segs = [s for s in steps if isinstance(s, Segment)]
+  if not pairs or len(steps) != 1 or len(segs) != 1:
+    return {}
+  seg = segs[0]
+  outs = program.outputs
+  if any(type(x) is not Value for x in outs) or len(set(outs)) != len(outs):
+    return {}
+  found = {}
+  for i, j in pairs:
+    if i >= len(program.inputs) or j >= len(outs):
+      continue
+    x, v = program.inputs[i], outs[j]
+    if (x in outs or x not in seg.inputs or v not in seg.outputs or x.shape != v.shape
+            or x.dtype != v.dtype):
+      continue
+    writer = next((k for k, g in enumerate(seg.groups) if v in _group_writes(fusion, g)), None)
+    if writer is None:
+      continue
+    g = seg.groups[writer]
+    if g.kind != "loop":
+      continue
+    if any(x in _group_reads(fusion, h) for h in seg.groups[writer + 1:]):
+      continue
+    if v in g.alias_req or x in g.alias_req.values():
+      continue
+    g.alias_req[v] = x
+    found[i] = seg.outputs.index(v)
+  seg.aliases = {jo: seg.inputs.index(program.inputs[i]) for i, jo in found.items()}
+  return found
+
+
+__all__ = ["schedule", "Segment", "HostStep", "root", "donation_candidates"]

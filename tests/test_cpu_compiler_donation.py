@@ -1,0 +1,229 @@
+"""Donated inputs reused by the native buffer plan: ``jit(f, donate_argnums=...)`` writes an
+output into a donated input's buffer when the kernel allows it (the input is read only at
+the index being written, before it is written) and nothing else holds that buffer."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.numpy as jnp
+from pyjax._src.backends.cpu import executable
+from pyjax._src.backends.cpu.compiler import build
+
+pytestmark = [
+    pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),
+    pytest.mark.filterwarnings("error:pyjax:RuntimeWarning"),
+]
+
+N = 1 << 17            # large enough for asynchronous dispatch
+
+
+@pytest.fixture(autouse=True)
+def _sync_build():
+  prev = executable.set_compile_mode("sync")
+  yield
+  executable.set_compile_mode(prev)
+
+
+def _ptr(a):
+  return a.unsafe_buffer_pointer()
+
+
+def _arr(x):
+  return pyjax.device_put(np.asarray(x))
+
+
+def _data(seed, shape=(N,), dt=np.float32):
+  return np.random.default_rng(seed).standard_normal(shape).astype(dt)
+
+
+def _donation(f, *args):
+  exe = f.lower(*args).compile().runtime_executable()
+  assert exe.tier == "native"
+  return exe.native.donation
+
+
+def test_output_takes_the_donated_buffer():
+  xn, yn = _data(0), _data(1)
+  f = pyjax.jit(lambda x, y: x * 2 + y, donate_argnums=0)
+  x, y = _arr(xn), _arr(yn)
+  assert _donation(f, x, y) == {0: 0}
+  p = _ptr(x)
+  out = f(x, y)
+  assert _ptr(out) == p
+  want = pyjax.jit(lambda x, y: x * 2 + y)(_arr(xn), _arr(yn))
+  np.testing.assert_array_equal(np.asarray(out), np.asarray(want))
+  assert x.is_deleted()
+  with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[131072\]"):
+    np.asarray(x)
+  jax = pytest.importorskip("jax")
+  ref = jax.jit(lambda x, y: x * 2 + y, donate_argnums=0)(jax.numpy.asarray(xn), yn)
+  np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
+
+
+def test_loop_of_donating_calls():
+  """x = f(x) ten times: every step reuses the one buffer (also while the previous step is
+  still queued) and the values equal undonated calls'."""
+  f = pyjax.jit(lambda x: jnp.tanh(x) * 0.5 + 0.25, donate_argnums=0)
+  g = pyjax.jit(lambda x: jnp.tanh(x) * 0.5 + 0.25)
+  xn = _data(2)
+  x = _arr(xn)
+  p = _ptr(x)
+  ref = _arr(xn)
+  for _ in range(10):
+    x = f(x)
+    ref = g(ref)
+  assert _ptr(x) == p
+  np.testing.assert_array_equal(np.asarray(x), np.asarray(ref))
+
+
+def test_optimizer_step_allocates_nothing_for_params():
+  shapes = [(256, 128), (128,), (128, 10), (10,)]
+  params = [_arr(_data(i, s)) for i, s in enumerate(shapes)]
+  grads = [_arr(_data(10 + i, s)) for i, s in enumerate(shapes)]
+  step = pyjax.jit(lambda p, g: [a - 0.01 * b for a, b in zip(p, g)], donate_argnums=0)
+  plain = pyjax.jit(lambda p, g: [a - 0.01 * b for a, b in zip(p, g)])
+  ref = [_arr(np.array(a)) for a in params]
+  ptrs = [_ptr(a) for a in params]
+  for _ in range(3):
+    params = step(params, grads)
+    ref = plain(ref, grads)
+  assert [_ptr(a) for a in params] == ptrs
+  for a, b in zip(params, ref):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_view_held_elsewhere_prevents_aliasing():
+  xn = _data(3)
+  f = pyjax.jit(lambda x: x + 1, donate_argnums=0)
+  # a NumPy array object of the buffer
+  x = _arr(xn)
+  held = np.asarray(x)
+  out = f(x)
+  assert not np.shares_memory(np.asarray(out), held)
+  np.testing.assert_array_equal(held, xn)
+  np.testing.assert_array_equal(np.asarray(out), xn + 1)
+  # a NumPy view of it
+  x = _arr(xn)
+  view = np.asarray(x)[::2]
+  out = f(x)
+  np.testing.assert_array_equal(view, xn[::2])
+  np.testing.assert_array_equal(np.asarray(out), xn + 1)
+  # another Array sharing the buffer (an eager reshape may return a view)
+  x = _arr(xn)
+  other = x.reshape(-1, 2)
+  out = f(x)
+  np.testing.assert_array_equal(np.asarray(other), xn.reshape(-1, 2))
+  np.testing.assert_array_equal(np.asarray(out), xn + 1)
+  # a pending result read by queued work, then donated
+  x = pyjax.jit(lambda x: x * 3)(_arr(xn))
+  y = pyjax.jit(lambda x: x - 1)(x)
+  out = f(x)
+  np.testing.assert_array_equal(np.asarray(y), xn * 3 - 1)
+  np.testing.assert_array_equal(np.asarray(out), xn * 3 + 1)
+
+
+def test_kernels_that_must_not_write_in_place():
+  """Reads at other indices, or after the output is written: the output is allocated (the
+  kernel generator's verdict), values stay right."""
+  xn = _data(4, (256, 256))
+  cases = [
+      (lambda x: x[::-1] * 2, False),            # reversed reads
+      (lambda x: x.T + 1, False),                # transposed reads
+      (lambda x: x - x[:, :1], False),           # a broadcast column of the input
+      (lambda x: x - x.sum(axis=1, keepdims=True), True),   # rows reduced, then written
+      (lambda x: x / jnp.sqrt((x * x).sum(axis=1, keepdims=True)), True),
+  ]
+  for fn, inplace in cases:
+    f = pyjax.jit(fn, donate_argnums=0)
+    x = _arr(xn)
+    d = _donation(f, x)
+    p = _ptr(x)
+    out = f(x)
+    assert (_ptr(out) == p) == inplace == bool(d), fn
+    want = pyjax.jit(fn)(_arr(xn))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(want))
+
+
+def test_column_reductions_update_in_place():
+  """A bias-like update fused into a column reduction's epilogue (b read at the kept index
+  only, written after the tile's reduction) writes in place."""
+  xn, bn = _data(11, (300, 200)), _data(12, (200,))
+  for fn in (lambda b, x: b - 0.5 * x.sum(axis=0), lambda b, x: (x - b).sum(axis=0) + b,
+             lambda b, x: b * x.max(axis=0)):
+    f = pyjax.jit(fn, donate_argnums=0)
+    b = _arr(bn)
+    assert _donation(f, b, xn) == {0: 0}
+    p = _ptr(b)
+    out = f(b, xn)
+    assert _ptr(out) == p
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(pyjax.jit(fn)(_arr(bn), xn)))
+
+
+def test_several_outputs_reading_the_donated_input():
+  """The donated buffer takes the first output of its shape while another output of the
+  same kernel still reads the input at that index (it is loaded before the store)."""
+  xn, yn = _data(5), _data(6)
+  fn = lambda x, y: (y * 2, (y * 2) * x)   # noqa: E731  (one kernel, two outputs)
+  f = pyjax.jit(fn, donate_argnums=0)
+  x, y = _arr(xn), _arr(yn)
+  assert list(_donation(f, x, y)) == [0]
+  p = _ptr(x)
+  out = f(x, y)
+  assert _ptr(out[0]) == p
+  want = pyjax.jit(fn)(_arr(xn), _arr(yn))
+  for a, b in zip(out, want):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  # the output written in the same pass as a row reduction reading the input: allocated
+  fn2 = lambda x: (x * 2, x.sum(axis=1))   # noqa: E731
+  xm = _data(7, (300, 200))
+  f2 = pyjax.jit(fn2, donate_argnums=0)
+  x = _arr(xm)
+  out = f2(x)
+  want = pyjax.jit(fn2)(_arr(xm))
+  for a, b in zip(out, want):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_non_matching_shapes_and_dtypes_allocate():
+  xn = _data(8, (512, 256))
+  f = pyjax.jit(lambda x: x.sum(axis=0), donate_argnums=0)
+  x = _arr(xn)
+  with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
+    out = f(x)
+  assert not x.is_deleted()     # as in JAX: an unusable donation leaves the array alone
+  np.testing.assert_array_equal(np.asarray(x), xn)
+  np.testing.assert_allclose(np.asarray(out), xn.sum(axis=0), rtol=1e-5, atol=1e-4)
+  g = pyjax.jit(lambda x: x.astype(np.int32), donate_argnums=0)
+  x = _arr(xn)
+  with pytest.warns(UserWarning, match="Some donated buffers were not usable"):
+    out = g(x)
+  np.testing.assert_array_equal(np.asarray(out), xn.astype(np.int32))
+
+
+def test_numpy_tier_donation_keeps_values():
+  xn = _data(9)
+  executable.set_compile_mode("off")
+  f = pyjax.jit(lambda x: x * 2 + 1, donate_argnums=0)
+  x = _arr(xn)
+  held = np.asarray(_arr(xn))
+  for _ in range(3):
+    x = f(x)
+  np.testing.assert_array_equal(np.asarray(x), ((held * 2 + 1) * 2 + 1) * 2 + 1)
+
+
+def test_synchronous_dispatch():
+  xn = _data(10)
+  f = pyjax.jit(lambda x: x * 0.5, donate_argnums=0)
+  prev = pyjax.config.jax_cpu_enable_async_dispatch
+  pyjax.config.update("jax_cpu_enable_async_dispatch", False)
+  try:
+    x = _arr(xn)
+    p = _ptr(x)
+    for _ in range(4):
+      x = f(x)
+    assert _ptr(x) == p
+    np.testing.assert_array_equal(np.asarray(x), xn * np.float32(0.0625))
+  finally:
+    pyjax.config.update("jax_cpu_enable_async_dispatch", prev)
