@@ -14,7 +14,8 @@ instead of as a NumPy step between segments.  Such a primitive registers here:
 
 Fusion makes every supported node a group of its own (kind ``"dot"``, like a BLAS call):
 its operands are materialized before it and its outputs after it.  Multi-output nodes are
-allowed.  Modules that register: ``conv.py``.
+allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (sort, top_k,
+cumulative ops), ``gather_scatter.py`` (gather and the scatters).
 """
 from __future__ import annotations
 
