@@ -27,6 +27,8 @@ from pyjax import lax
 from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build
 
+import sanitizers
+
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),
     pytest.mark.filterwarnings("ignore:(overflow|invalid value|divide by zero):RuntimeWarning"),
@@ -900,28 +902,9 @@ def test_no_c_compiler_runs_on_numpy_with_one_warning(tmp_path):
 def test_sanitizers_fuzz_slice(tmp_path):
   """A slice of this file (fuzzer, reductions, layouts, strided and empty inputs, dots) with
   the generated code built under AddressSanitizer and UndefinedBehaviorSanitizer."""
-  cc = os.environ.get("PYJAX_CC", "cc")
-  r = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-  asan = r.stdout.strip()
-  if r.returncode != 0 or not os.path.isabs(asan):
-    pytest.skip("no libasan")
-  # real JAX (the oracle) is hidden: jaxlib itself does not run under a preloaded ASan
-  nojax = tmp_path / "nojax" / "jax"
-  nojax.mkdir(parents=True)
-  (nojax / "__init__.py").write_text("raise ImportError('jax is hidden under the sanitizers')\n")
-  env = dict(os.environ, PYJAX_CACHE_DIR=str(tmp_path / "cache"),
-             PYTHONPATH=os.pathsep.join([str(tmp_path / "nojax"), os.environ.get("PYTHONPATH", "")]),
-             PYJAX_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
-                          "-fno-omit-frame-pointer",
-             LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
-             PYJAX_FUZZ_EXAMPLES="60")
-  r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                      os.path.abspath(__file__), "-k",
-                      "fuzz or test_reductions or layout or strided or empty or dot_general or "
-                      "binary_int or kernel_counts or select_clamp"],
-                     capture_output=True, text=True, env=env, timeout=3000)
-  assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-  assert "passed" in r.stdout
+  sanitizers.run_pytest(tmp_path, __file__, [
+      "-k", "fuzz or test_reductions or layout or strided or empty or dot_general or "
+      "binary_int or kernel_counts or select_clamp"], {"PYJAX_FUZZ_EXAMPLES": "60"})
 
 
 def test_long_recurrence_compiles_in_linear_time(tmp_path):

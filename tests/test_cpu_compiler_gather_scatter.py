@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -18,6 +16,8 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu.compiler import build
+
+import sanitizers
 
 from test_cpu_compiler import leaves, numpy_path
 from test_cpu_compiler import native as _native
@@ -564,25 +564,8 @@ def test_sanitizers_fuzz_slice(tmp_path):
   """This file's fuzz and edge cases with the generated code built under AddressSanitizer
   and UndefinedBehaviorSanitizer (as ``test_cpu_compiler.py::test_sanitizers_fuzz_slice``):
   no out-of-bounds access whatever the indices."""
-  cc = os.environ.get("PYJAX_CC", "cc")
-  r = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-  asan = r.stdout.strip()
-  if r.returncode != 0 or not os.path.isabs(asan):
-    pytest.skip("no libasan")
-  # real JAX is hidden (jaxlib does not run under a preloaded ASan): the tests below use
-  # the NumPy tier as their only oracle
-  nojax = tmp_path / "nojax" / "jax"
-  nojax.mkdir(parents=True)
-  (nojax / "__init__.py").write_text("raise ImportError('jax is hidden under the sanitizers')\n")
-  env = dict(os.environ, PYJAX_CACHE_DIR=str(tmp_path / "cache"),
-             PYTHONPATH=os.pathsep.join([str(tmp_path / "nojax"), os.environ.get("PYTHONPATH", "")]),
-             PYJAX_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
-                          "-fno-omit-frame-pointer",
-             LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
-             PYJAX_FUZZ_EXAMPLES=str(max(_FUZZ, 8)))
-  r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-                      os.path.abspath(__file__), "-k", "not sanitizers"],
-                     capture_output=True, text=True, env=env, timeout=3000)
-  assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+  # real JAX is hidden: the tests below use the NumPy tier as their only oracle
+  r = sanitizers.run_pytest(tmp_path, __file__, ["-k", "not sanitizers"],
+                            {"PYJAX_FUZZ_EXAMPLES": str(max(_FUZZ, 8))})
   m = re.search(r"(\d+) passed", r.stdout)
   assert m and int(m.group(1)) >= 30, r.stdout[-2000:]

@@ -10,6 +10,8 @@ from pyjax import lax
 from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build
 
+import sanitizers
+
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 
@@ -407,19 +409,6 @@ print("ASAN LOOPS OK")
 def test_sanitizers_native_loops(tmp_path):
   """Loops (empty, length-1, reverse, empty carries, batched predicates, nested) with the
   generated code built under AddressSanitizer and UndefinedBehaviorSanitizer."""
-  import os
-  import subprocess
-  import sys
-  cc = os.environ.get("PYJAX_CC", "cc")
-  r = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-  asan = r.stdout.strip()
-  if r.returncode != 0 or not os.path.isabs(asan):
-    pytest.skip("no libasan")
-  env = dict(os.environ, PYJAX_CACHE_DIR=str(tmp_path / "cache"),
-             PYJAX_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
-                          "-fno-omit-frame-pointer",
-             LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-  r = subprocess.run([sys.executable, "-c", _ASAN_SCRIPT], capture_output=True, text=True,
-                     env=env, timeout=1200)
+  r = sanitizers.run(tmp_path, ["-c", _ASAN_SCRIPT], timeout=1200)
   assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
   assert "ASAN LOOPS OK" in r.stdout

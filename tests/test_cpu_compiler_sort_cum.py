@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 
 import ml_dtypes
 import numpy as np
@@ -18,6 +17,8 @@ import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build
+
+import sanitizers
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),
@@ -434,21 +435,4 @@ def test_kernels_with_outputs_aliasing_inputs(tmp_path):
 def test_sanitizers_sort_cum(tmp_path):
   """This file's tests with the generated code built under AddressSanitizer and
   UndefinedBehaviorSanitizer (real JAX hidden: jaxlib does not run under a preloaded ASan)."""
-  cc = os.environ.get("PYJAX_CC", "cc")
-  r = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
-  asan = r.stdout.strip()
-  if r.returncode != 0 or not os.path.isabs(asan):
-    pytest.skip("no libasan")
-  nojax = tmp_path / "nojax" / "jax"
-  nojax.mkdir(parents=True)
-  (nojax / "__init__.py").write_text("raise ImportError('jax is hidden under the sanitizers')\n")
-  env = dict(os.environ, PYJAX_CACHE_DIR=str(tmp_path / "cache"),
-             PYTHONPATH=os.pathsep.join([str(tmp_path / "nojax"), os.environ.get("PYTHONPATH", "")]),
-             PYJAX_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
-                          "-fno-omit-frame-pointer",
-             LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0:abort_on_error=1")
-  r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-s",
-                      "-m", "not slow", os.path.abspath(__file__)],
-                     capture_output=True, text=True, env=env, timeout=3000)
-  assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-  assert "passed" in r.stdout
+  sanitizers.run_pytest(tmp_path, __file__, ["-s", "-m", "not slow"])
