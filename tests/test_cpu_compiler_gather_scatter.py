@@ -448,7 +448,8 @@ def _n_indexed(rng, rest):
   return int(rng.integers(1, len(rest) + 1))
 
 
-def _rand_gather(rng):
+def _rand_operand(rng):
+  """A random operand shape, its batching dims, the other dims and the indexed ones."""
   n = int(rng.integers(1, 4))
   shape = tuple(int(s) for s in rng.integers(1, 5, n))
   if rng.random() < 0.05:
@@ -458,6 +459,11 @@ def _rand_gather(rng):
       if rng.random() < 0.4 else []
   rest = [d for d in dims if d not in obatch]
   index_map = rng.permutation(rest)[:_n_indexed(rng, rest)].tolist()
+  return shape, dims, obatch, rest, index_map
+
+
+def _rand_gather(rng):
+  shape, dims, obatch, rest, index_map = _rand_operand(rng)
   collapsed = sorted(d for d in rest if shape[d] >= 1 and rng.random() < 0.5)
   slice_sizes = [1 if d in obatch or d in collapsed else int(rng.integers(0, shape[d] + 1))
                  for d in dims]
@@ -486,15 +492,7 @@ _SCATTER_FNS = {"scatter": lax.scatter, "scatter-add": lax.scatter_add,
 
 
 def _rand_scatter(rng):
-  n = int(rng.integers(1, 4))
-  shape = tuple(int(s) for s in rng.integers(1, 5, n))
-  if rng.random() < 0.05:
-    shape = shape[:-1] + (0,)
-  dims = list(range(n))
-  obatch = sorted(rng.choice(n, int(rng.integers(0, min(n, 2) + 1)), replace=False).tolist()) \
-      if rng.random() < 0.4 else []
-  rest = [d for d in dims if d not in obatch]
-  index_map = rng.permutation(rest)[:_n_indexed(rng, rest)].tolist()
+  shape, dims, obatch, rest, index_map = _rand_operand(rng)
   inserted = sorted(d for d in rest if shape[d] >= 1 and rng.random() < 0.5)
   wdims = [d for d in rest if d not in inserted]
   window = {d: int(rng.integers(0 if rng.random() < 0.1 else min(1, shape[d]), shape[d] + 1))

@@ -20,6 +20,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler.ir import Value
+from pyjax._src.backends.cpu.compiler.ir import strides as _strides
 from pyjax._src.backends.cpu.compiler.lower_c import storage_type
 
 PRIM = "conv_general_dilated"
@@ -48,13 +49,6 @@ def supported(node):
   except (KeyError, TypeError, ValueError):
     return False
   return True
-
-
-def _strides(shape):
-  s = [1] * len(shape)
-  for i in range(len(shape) - 2, -1, -1):
-    s[i] = s[i + 1] * shape[i + 1]
-  return s
 
 
 def _geometry(node):

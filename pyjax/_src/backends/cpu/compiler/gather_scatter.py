@@ -36,6 +36,7 @@ import numpy as np
 from pyjax._src.backends.cpu import eager_indexing
 from pyjax._src.backends.cpu.compiler import lower_c, opaque
 from pyjax._src.backends.cpu.compiler.ir import Value
+from pyjax._src.backends.cpu.compiler.ir import strides as _strides
 
 _SCATTERS = ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max")
 _U64 = np.dtype(np.uint64)
@@ -48,13 +49,6 @@ _PARALLEL_COPY, _COPY_CHUNK = 1 << 20, 1 << 18
 
 def _mode_name(mode):
   return getattr(mode, "name", str(mode))
-
-
-def _strides(shape):
-  s = [1] * len(shape)
-  for i in range(len(shape) - 2, -1, -1):
-    s[i] = s[i + 1] * shape[i + 1]
-  return s
 
 
 def _ints(t):

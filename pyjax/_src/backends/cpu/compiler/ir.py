@@ -175,3 +175,11 @@ def _convert(jaxpr, env, nodes):
     for v, o in zip(eqn.outvars, outs):
       env[v] = o
   return [_read(env, v) for v in jaxpr.outvars]
+
+
+def strides(shape):
+  """Row-major (C-contiguous) strides of ``shape``, in elements (a list)."""
+  s = [1] * len(shape)
+  for i in range(len(shape) - 2, -1, -1):
+    s[i] = s[i + 1] * shape[i + 1]
+  return s
