@@ -29,6 +29,8 @@ import math
 import ml_dtypes
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import vmath
+
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.dtype(np.float32)
@@ -248,6 +250,9 @@ def _float_unary(node):
 @rule(*_UNARY_LIBM)
 def _libm_unary(node, a):
   d = _out(node)
+  own = vmath.function(node.prim, d != F64)   # inline vector math (vmath.py), if any
+  if own is not None:
+    return f"{own}({a})"
   return f"{_UNARY_LIBM[node.prim]}{_fsuf(d)}({a})"
 
 
@@ -260,9 +265,9 @@ def _rsqrt(node, a):
 
 @rule("logistic")
 def _logistic(node, a):
-  d = _out(node)
-  one = "1.0" if d == F64 else "1.0f"
-  return f"({one} / ({one} + exp{_fsuf(d)}(-({a}))))"
+  """1 / (1 + exp(-x)) with vmath.py's exp (float32) or libmvec's (float64): 0 where exp(-x)
+  overflows, as NumPy's expit and JAX give."""
+  return f"{vmath.function('logistic', _out(node) != F64)}({a})"
 
 
 @rule("lgamma")
@@ -808,4 +813,5 @@ def prelude(have_float16=True, mvec=True):
     for f in _MVEC2:
       for suf, t in (("f", "float"), ("", "double")):
         lines.append(f"#pragma omp declare simd notinbranch\nextern {t} {f}{suf}({t}, {t});")
-  return "\n".join(lines) + "\n" + _INT_HELPERS + _FLOAT_HELPERS + _TREE_HELPERS
+  return ("\n".join(lines) + "\n" + _INT_HELPERS + _FLOAT_HELPERS + vmath.prelude_defines(mvec)
+          + vmath.SOURCE + _TREE_HELPERS)
