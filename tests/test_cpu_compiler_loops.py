@@ -308,12 +308,15 @@ def test_numpy_step_in_body_falls_back():
   check(got, numpy_tier(f, c, xs), exact=True)
 
 
-def test_cond_in_body_falls_back():
+def test_cond_in_body_runs_in_c():
+  """A loop whose body holds a ``cond`` is one native call: the branch is chosen in C
+  (``tests/test_cpu_compiler_cond.py`` covers ``cond`` itself)."""
   def f(c):
     return lax.fori_loop(0, 6, lambda i, c: lax.cond(i % 2 == 0, lambda c: c * 2, lambda c: c - 1, c), c)
   c = np.arange(4, dtype=np.int32)
   got, exe = compiled(f, c)
-  assert exe.native.native_loops == 0
+  assert_whole(exe, 1)
+  assert exe.native.native_conds == 1
   check(got, numpy_tier(f, c), exact=True)
   check(got, jleaves(jax.jit(lambda c: jax.lax.fori_loop(
       0, 6, lambda i, c: jax.lax.cond(i % 2 == 0, lambda c: c * 2, lambda c: c - 1, c), c))(c)),

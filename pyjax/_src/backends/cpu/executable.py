@@ -391,9 +391,10 @@ def _build_native(closed, name, donate=()):
     host = sorted({s.node.prim for s in prog.host_steps})
     where = ("1 native call (whole program)" if prog.whole is not None
              else f"{len(prog.segments)} native segment(s)")
-    loops = prog.native_loops
+    loops, conds = prog.native_loops, prog.native_conds
     print(f"pyjax: compiled jit({name}): {prog.n_kernels} kernel(s) in {where}"
-          f"{f', {loops} loop(s) in C' if loops else ''}, {len(prog.host_steps)} NumPy step(s)"
+          f"{f', {loops} loop(s) in C' if loops else ''}"
+          f"{f', {conds} cond(s) in C' if conds else ''}, {len(prog.host_steps)} NumPy step(s)"
           f"{' (' + ', '.join(host) + ')' if host else ''}; lowering {t1 - t0:.3f} s, "
           f"build {t2 - t1:.3f} s [cache: {prog.stats.get('cache', '?')}]", file=sys.stderr)
   return prog

@@ -1,9 +1,10 @@
 """Control flow with native bodies: ``scan``, ``while`` and ``cond`` steps of a native
 program compile their bodies (branches, condition) to native executables too, and the
 host program drives the loop: one native call per iteration instead of one NumPy call per
-equation of the body.  Loops whose bodies are entirely native run as C loops instead
-(``loops.py``; ``native_loop``), one native call per loop; the Python-driven loop here is
-the fallback for bodies with NumPy steps.  A body that cannot be compiled (no C compiler,
+equation of the body.  Loops whose bodies are entirely native run as C loops instead, and
+conds whose branches are entirely native as a C ``switch`` (``loops.py``; ``native_loop``),
+one native call per step; the Python-driven loop or branch choice here is the fallback for
+bodies and branches with NumPy steps.  A body that cannot be compiled (no C compiler,
 nothing native in it, a batched ``while`` predicate) leaves the step to the eager
 implementation.
 
@@ -122,8 +123,8 @@ RUNNERS = {"scan": scan_runner, "while": while_runner, "cond": cond_runner}
 
 
 def native_loop(node):
-  """The whole loop ``node`` (scan / while) as one native call (``loops.py``), or None when
-  its body needs Python."""
+  """The whole control-flow ``node`` (scan / while / cond) as one native call
+  (``loops.py``), or None when its body or a branch needs Python."""
   from pyjax._src.backends.cpu.compiler import build, loops, native
   tc = build.toolchain()
   if tc is None or not native.loops_enabled():
@@ -137,6 +138,7 @@ def native_loop(node):
   def run(*bufs):
     return fn(*bufs)
   run.native_loops = unit.n_loops
+  run.native_conds = unit.n_conds
   run.unit = unit
   return run
 
@@ -147,7 +149,7 @@ def runner(node):
   make = RUNNERS.get(node.prim)
   if make is None or node.effects:
     return None
-  if node.prim in ("scan", "while"):
+  if node.prim in ("scan", "while", "cond"):
     try:
       fn = native_loop(node)
     except Exception:  # noqa: BLE001  -- a failed build: the host-driven loop still works

@@ -1,8 +1,10 @@
-"""Native loops: ``scan`` and ``while`` run as C loops in the same translation unit as the
-kernels of their bodies, so an iteration costs no Python.
+"""Native control flow: ``scan`` and ``while`` run as C loops and ``cond`` as a C
+``switch`` in the same translation unit as the kernels of their bodies and branches, so an
+iteration or a branch choice costs no Python.
 
-A program (the jitted one, a loop body, a ``while`` condition) whose steps are all native
--- segments, views and loops with native programs inside -- becomes one C function
+A program (the jitted one, a loop body, a ``while`` condition, a ``cond`` branch) whose
+steps are all native -- segments, views and control flow with native programs inside --
+becomes one C function
 
     static void pj_p<n>(void **In, void **Out, void **C, char *A)
 
@@ -23,10 +25,14 @@ down for ``reverse``); a ``while`` loop evaluates its condition into an arena by
 each iteration.  A batched predicate (``vmap`` of a loop) keeps iterating while any lane
 holds and restores the finished lanes of each carry after the body, as the eager
 implementation's select does.  Zero-length scans run no iteration and write no ``ys``.
+A ``cond`` reads its index (any integer or bool dtype) from ``In[0]``, sends an
+out-of-range one (negative included) to the last branch, as XLA and the eager
+implementation do, and calls that branch's program function on ``In + 1`` with its own
+``Out`` and ``A`` (the branches write the cond's outputs directly).
 
 Semantics are ``eager_control_flow.py``'s; anything that would need Python inside the
-loop (a NumPy step, ``cond``, an effect) raises ``NotNative`` and the caller falls back to
-the host-driven loop of ``control.py``.
+program (a NumPy step, an effect) raises ``NotNative`` and the caller falls back to the
+host-driven loop or branch choice of ``control.py``.
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ from pyjax._src.backends.cpu.compiler.ir import CONST, Lit, Value
 
 ALIGN = 64
 LOOP_PRIMS = ("scan", "while")
+CONTROL_PRIMS = LOOP_PRIMS + ("cond",)   # the steps that run natively around inner programs
 
 
 class NotNative(Exception):
@@ -73,6 +80,7 @@ class TU:
     self._ids = itertools.count()
     self.n_kernels = 0
     self.n_loops = 0
+    self.n_conds = 0
 
   def uid(self):
     return next(self._ids)
@@ -105,7 +113,7 @@ def check_native(steps):
     if isinstance(step, plan.Segment) or step.group.kind == "view":
       continue
     node = step.node
-    if node.prim not in LOOP_PRIMS or node.effects:
+    if node.prim not in CONTROL_PRIMS or node.effects:
       raise NotNative(node.prim)
 
 
@@ -206,6 +214,8 @@ def emit_loop(tu, node):
     return _emit_scan(tu, node)
   if node.prim == "while":
     return _emit_while(tu, node)
+  if node.prim == "cond":
+    return _emit_cond(tu, node)
   raise NotNative(node.prim)
 
 
@@ -341,6 +351,49 @@ def _emit_while(tu, node):
   return ProgFn(name, end)
 
 
+# --- cond --------------------------------------------------------------------------------
+def _index_c(d, n):
+  """C statements setting ``int64_t k`` from the index at ``In[0]`` (dtype ``d``): the
+  branch number, out-of-range values (negative included) sent to the last branch."""
+  if d == np.bool_:
+    return ["  const int64_t k = *(const uint8_t *)In[0] != 0;"]
+  if d.kind == "i":
+    return [f"  int64_t k = (int64_t)*(const int{8 * d.itemsize}_t *)In[0];",
+            f"  if (k < 0 || k > {n - 1}) k = {n - 1};"]
+  if d.kind == "u":
+    return [f"  const uint64_t u = (uint64_t)*(const uint{8 * d.itemsize}_t *)In[0];",
+            f"  const int64_t k = u > {n - 1} ? {n - 1} : (int64_t)u;"]
+  raise NotNative(f"cond index of dtype {d}")
+
+
+def _emit_cond(tu, node):
+  branches = node.params["branches"]
+  idx = node.ins[0]
+  if tuple(idx.shape) != () or not branches:
+    raise NotNative("cond index not a scalar")
+  fns, seen = [], {}
+  for b in branches:   # a branch repeated (same jaxpr) is emitted once
+    if id(b) not in seen:
+      seen[id(b)] = (b, emit_program(tu, b))
+    fns.append(seen[id(b)][1])
+  n = len(fns)
+  name = f"pj_cond{tu.uid()}"
+  tu.n_conds += 1
+  lines = [f"static void {name}(void **In, void **Out, void **C, char *A) {{",
+           "  (void)In; (void)Out; (void)C; (void)A;"]
+  if n == 1:
+    lines.append(f"  {fns[0].name}(In + 1, Out, C, A);")
+  else:
+    lines += _index_c(np.dtype(idx.dtype), n)
+    lines.append("  switch (k) {")
+    for i, fn in enumerate(fns):
+      lines.append(f"    {'default' if i == n - 1 else f'case {i}'}: {fn.name}(In + 1, Out, C, A); break;")
+    lines.append("  }")
+  lines.append("}")
+  tu.parts.append("\n".join(lines) + "\n")
+  return ProgFn(name, max(f.arena_size for f in fns))
+
+
 # --- translation units -------------------------------------------------------------------
 def _entry_source(tu, fn, in_specs, out_specs):
   """The whole translation unit: prelude, the parts, one entry (segment 0) running ``fn``."""
@@ -357,7 +410,8 @@ def _entry_source(tu, fn, in_specs, out_specs):
 class LoopUnit:
   """A built translation unit: ``source`` and the entry's interface."""
 
-  def __init__(self, source, in_specs, out_specs, consts, arena_size, n_kernels, n_loops):
+  def __init__(self, source, in_specs, out_specs, consts, arena_size, n_kernels, n_loops,
+               n_conds=0):
     self.source = source
     self.in_specs = in_specs
     self.out_specs = out_specs
@@ -365,6 +419,7 @@ class LoopUnit:
     self.arena_size = arena_size
     self.n_kernels = n_kernels
     self.n_loops = n_loops
+    self.n_conds = n_conds
     self.fn = None
 
   def build(self, toolchain, stats=None):
@@ -380,24 +435,27 @@ def _spec(x):
 
 
 def whole_program(program, fu, steps, toolchain):
-  """A LoopUnit running the whole program (which must contain a loop) in one call."""
+  """A LoopUnit running the whole program (which must contain control flow) in one call."""
   check_native(steps)
   tu = TU(toolchain)
   fn = emit_steps(tu, program, fu, steps)
   in_specs = [_spec(v) for v in program.inputs]
   out_specs = [_spec(x) for x in program.outputs]
   src = _entry_source(tu, fn, in_specs, out_specs)
-  return LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels, tu.n_loops)
+  return LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels, tu.n_loops,
+                  tu.n_conds)
 
 
 def loop_unit(node, toolchain):
-  """A LoopUnit running one loop node (its inputs in, its outputs out) in one call."""
-  if node.prim not in LOOP_PRIMS or node.effects:
+  """A LoopUnit running one control-flow node (scan, while, cond: its inputs in, its outputs
+  out) in one call."""
+  if node.prim not in CONTROL_PRIMS or node.effects:
     raise NotNative(node.prim)
   tu = TU(toolchain)
   fn = emit_loop(tu, node)
   in_specs = [_spec(x) for x in node.ins]
   out_specs = [_spec(o) for o in node.outs]
   src = _entry_source(tu, fn, in_specs, out_specs)
-  return LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels, tu.n_loops)
+  return LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels, tu.n_loops,
+                  tu.n_conds)
 

@@ -57,6 +57,13 @@ class NativeProgram:
     return sum(getattr(s, "native_loops", 0) for s in self.steps if isinstance(s, plan.HostStep))
 
   @property
+  def native_conds(self):
+    """How many ``cond``s choose their branch inside C (no Python per choice)."""
+    if self.whole is not None:
+      return self.whole.n_conds
+    return sum(getattr(s, "native_conds", 0) for s in self.steps if isinstance(s, plan.HostStep))
+
+  @property
   def segments(self):
     return [s for s in self.steps if isinstance(s, plan.Segment)]
 
@@ -72,7 +79,7 @@ class NativeProgram:
     if self.whole is not None:   # one native call: the whole program, loops included
       self.fn = self.whole.build(self.toolchain, self.stats)
       self.host_source = ("# host program: none -- one native call runs the whole program "
-                          f"({self.whole.n_loops} loop(s) in C)\n")
+                          f"({self.whole.n_loops} loop(s), {self.whole.n_conds} cond(s) in C)\n")
       self.stats["compile_s"] = time.perf_counter() - t0
       self.stats["total_s"] = self.stats["compile_s"]
       return self.fn
@@ -155,7 +162,7 @@ def lower(closed, name="jaxpr", donate=()):
     raise Unsupported("no C compiler")
   program, fu, steps = lower_parts(closed)
   segs = [s for s in steps if isinstance(s, plan.Segment)]
-  has_loop = any(isinstance(s, plan.HostStep) and s.node.prim in loops.LOOP_PRIMS for s in steps)
+  has_loop = any(isinstance(s, plan.HostStep) and s.node.prim in loops.CONTROL_PRIMS for s in steps)
   if has_loop and loops_enabled():
     try:
       unit = loops.whole_program(program, fu, steps, tc)
@@ -266,8 +273,10 @@ def _host_source(np_prog, seg_fns):
     if impl is not None and impl is not impls.get(node.prim):
       # control flow with native bodies: the runner takes the buffers only
       tmp = f"r{next(counter)}"
-      how = "native body): loop in C" if getattr(impl, "native_loops", 0) else "native body)"
       step.native_loops = getattr(impl, "native_loops", 0)
+      step.native_conds = getattr(impl, "native_conds", 0)
+      how = ("native body): loop in C" if step.native_loops
+             else "native branches): in C" if step.native_conds else "native body)")
       lines.append(f"  {tmp} = {glob(impl, 'cf')}({', '.join(ins)})  # {node.prim} ({how}")
       for i, o in enumerate(outs):
         lines.append(f"  {o} = {tmp}[{i}]")
