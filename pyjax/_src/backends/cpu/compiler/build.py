@@ -4,7 +4,7 @@ one translation unit per executable, loaded once with ctypes.
 ``toolchain()`` finds the compiler and probes, once per process (and remembered on disk per
 compiler), what it supports: OpenMP, ``_Float16``, glibc's libmvec, ``-march=native``.
 ``PYJAX_CFLAGS`` appends flags (e.g. ``-fsanitize=address,undefined`` for the sanitizer
-test build).  Code is compiled with ``-O3`` and IEEE semantics intact (no
+test build).  Code is compiled with ``-O2`` and IEEE semantics intact (no
 ``-ffast-math``; ``-fno-math-errno -fno-trapping-math`` only drop errno and FP-trap
 bookkeeping, which change no result).
 """
