@@ -14,41 +14,12 @@ from pyjax._src.backends.cpu.compiler import build
 from pyjax._src.lax.control_flow.conditionals import cond_p
 
 import sanitizers
+from test_cpu_compiler_loops import compiled, jleaves, leaves, numpy_tier
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
-
-
-def compiled(f, *args):
-  """(result of ``jit(f)`` on the native tier, its executable)."""
-  prev = executable.set_compile_mode("sync")
-  try:
-    jf = pyjax.jit(lambda *a: f(*a))
-    exe = jf.lower(*args).compile().runtime_executable()
-    assert exe.error is None, exe.error
-    assert exe.tier == "native"
-    out = jf(*args)
-  finally:
-    executable.set_compile_mode(prev)
-  return out, exe
-
-
-def numpy_tier(f, *args):
-  prev = executable.set_compile_mode("off")
-  try:
-    return pyjax.jit(lambda *a: f(*a))(*args)
-  finally:
-    executable.set_compile_mode(prev)
-
-
-def leaves(x):
-  return [np.asarray(v) for v in pyjax.tree_util.tree_leaves(x)]
-
-
-def jleaves(x):
-  return [np.asarray(v) for v in jax.tree_util.tree_leaves(x)]
 
 
 def check(got, want, exact=True, rtol=1e-6, atol=0.0):
