@@ -26,6 +26,7 @@ from pyjax._src.backends.cpu.compiler import dot as dot_mod
 from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler import plan as plan_mod
+from pyjax._src.backends.cpu.compiler.ir import Value
 
 GIL_RELEASE_WORK = 1 << 14
 
@@ -119,9 +120,10 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
       kname, params = kernels[g]
       args = [f"(void *)({slots[rv]})" for rv in params]
       body.append(f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}")
-    elif g in kernels:   # an opaque native kernel (opaque.py)
+    elif g in kernels:   # an opaque native kernel (opaque.py); literal operands: NULL
       kname, _ = kernels[g]
-      args = [f"(void *)({slots[root(v)]})" for v in list(g.node.ins) + list(g.node.outs)]
+      args = ["(void *)0" if type(v) is not Value else f"(void *)({slots[root(v)]})"
+              for v in list(g.node.ins) + list(g.node.outs)]
       body.append(f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}")
     else:
       lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], L.storage_type)

@@ -7,7 +7,9 @@ instead of as a NumPy step between segments.  Such a primitive registers here:
 - ``supported(node) -> bool``: whether this node (params, dtypes, shapes) has a kernel;
 - ``kernel_source(node, name) -> str``: C defining ``static void name(void *const *P)``,
   where ``P`` holds the data pointers of the node's inputs, then of its outputs (all
-  C-contiguous, in storage types: ``lower_c.storage_type``); the kernel may use the
+  C-contiguous, in storage types: ``lower_c.storage_type``; a scalar-literal input is a
+  null pointer -- a kernel that accepts literals bakes them into its C, the others'
+  ``supported`` rejects them); the kernel may use the
   prelude's helpers and ``pj_parallel_for`` (``runtime.py``);
 - ``work(node) -> int``: a rough count of elementary operations (for the GIL-release
   threshold).
@@ -15,7 +17,8 @@ instead of as a NumPy step between segments.  Such a primitive registers here:
 Fusion makes every supported node a group of its own (kind ``"dot"``, like a BLAS call):
 its operands are materialized before it and its outputs after it.  Multi-output nodes are
 allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (sort, top_k,
-cumulative ops), ``gather_scatter.py`` (gather and the scatters).
+cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py``
+(dynamic_slice, dynamic_update_slice, concatenate, stack, split).
 """
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ _REGISTRY = {}
 # modules whose import registers kernels (imported lazily, once)
 _MODULES = ["pyjax._src.backends.cpu.compiler.conv",
             "pyjax._src.backends.cpu.compiler.sort_cum",
-            "pyjax._src.backends.cpu.compiler.gather_scatter"]
+            "pyjax._src.backends.cpu.compiler.gather_scatter",
+            "pyjax._src.backends.cpu.compiler.slicing_c"]
 _loaded = False
 
 
