@@ -222,7 +222,10 @@ _PADS = [
     ((5,), [(-4, -4, 1)]), ((0,), [(2, 1, 3)]), ((1,), [(0, 0, 5)]), ((), []),
     ((3, 4), [(1, 0, 1), (-1, 2, 0)]), ((3, 4), [(0, 0, 0), (0, 0, 0)]),
     ((2, 0, 3), [(1, 1, 0), (2, 0, 1), (-1, -1, 0)]),
-    ((2, 3, 1, 4), [(0, 1, 1), (-1, 0, 2), (3, -1, 0), (2, -3, 1)])]
+    ((2, 3, 1, 4), [(0, 1, 1), (-1, 0, 2), (3, -1, 0), (2, -3, 1)]),
+    # high padding only: the copied elements start at 0 but do not cover the output
+    ((5,), [(0, 3, 0)]), ((1,), [(0, 3, 0)]), ((3, 4), [(0, 0, 0), (0, 2, 0)]),
+    ((3, 4), [(0, 1, 0), (0, 0, 0)]), ((2, 3), [(0, 0, 1), (0, 0, 0)])]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int32, np.uint8, np.bool_])
@@ -234,6 +237,16 @@ def test_pad(dtype):
     return [L.pad(x, v, cfg) for x, (_, cfg) in zip(xs, _PADS)]
   f, jf = _both(fn)
   check(f, [(v, *xs)], jf, kernels=("pad",))
+
+
+def test_pad_literal_value():
+  # grad of ``x[0]`` pads the cotangent with a literal 0.0 at the high end only
+  x = _data((2, 3), np.float32, 4)
+
+  def fn(L, N, x):
+    return [L.pad(x, np.float32(7.0), cfg) for _, cfg in _PADS[-5:] if len(cfg) == 2]
+  f, jf = _both(fn)
+  check(f, [(x,)], jf, kernels=("pad",))
 
 
 # --- loops --------------------------------------------------------------------------------

@@ -355,7 +355,11 @@ def _pad_source(node, name):
     C.append(f"  const {t} F = *(const {t} *)P[1];")
   C.append("  (void)F;")
   dims = _pad_geometry(node)
-  if any(j1 - j0 < x.shape[k] or lo or step > 1 for k, (j0, j1, lo, step) in enumerate(dims)):
+  # the copied elements cover the output only when, in every dimension, as many
+  # contiguous ones land in it as it has positions
+  covered = all(j1 - j0 == od and (step == 1 or od <= 1)
+                for (j0, j1, lo, step), od in zip(dims, out.shape))
+  if not covered:
     C.append(f"  for (int64_t k = 0; k < {out.size}; k++) Y[k] = F;")
   if any(j1 <= j0 for j0, j1, _, _ in dims):
     C.append("}")
