@@ -18,13 +18,14 @@ import atexit
 import os
 import queue
 import threading
+import weakref
 
 _allocate_lock = threading.Lock
 
 
 class Task:
   """One piece of enqueued work; ``lock`` is held until it is done."""
-  __slots__ = ("fn", "args", "lock", "done", "values", "error", "tb")
+  __slots__ = ("fn", "args", "lock", "done", "values", "error", "tb", "__weakref__")
 
   def __init__(self, fn, args):
     self.fn = fn
@@ -123,16 +124,18 @@ class Stream:
     if self._thread is None:
       self._start()
     self._q.put(task)
-    self._last = task
+    # a weak reference: the stream must not keep a finished task's outputs alive (a dead
+    # task has run: the queue and the worker hold it until then)
+    self._last = weakref.ref(task)
     return [PendingBuffer(task, i) for i in range(nout)]
 
   def idle(self):
-    t = self._last
+    t = self._last and self._last()
     return t is None or t.done
 
   def synchronize(self):
     """Wait until every piece of work enqueued so far has run."""
-    t = self._last
+    t = self._last and self._last()
     if t is not None:
       t.wait()
 

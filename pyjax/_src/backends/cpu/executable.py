@@ -46,6 +46,7 @@ import numpy as np
 from pyjax._src import config as _config
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.runtime import stream as _stream
+from pyjax._src.backends.cpu.compiler import outpool as _outpool
 
 _impls = cpu_eager.impls
 _counter = itertools.count()
@@ -218,7 +219,7 @@ class CpuExecutable:
         ref = sys.getrefcount(bs[nb])
         m = mask
         for i, bit in later:
-          if _owned(bs[i]) and sys.getrefcount(bs[i]) == ref:
+          if _owned(bs[i]) and sys.getrefcount(bs[i]) == ref + _outpool.pooled(bs[i]):
             m |= bit
         return fn(*bs[:nb], m)
       bufs.append(_sentinel())
@@ -252,8 +253,8 @@ def _exclusive(container, i):
   b = container[i]
   if type(b) is np.ndarray and not _owned(b):
     return False
-  # references: the container, ``b`` and getrefcount's argument
-  return sys.getrefcount(b) == 3
+  # references: the container, ``b`` and getrefcount's argument (and the output pool's)
+  return sys.getrefcount(b) == 3 + (_outpool.pooled(b) if type(b) is np.ndarray else 0)
 
 
 def _sentinel():

@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, loops, plan, runtime
+from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, loops, outpool
+from pyjax._src.backends.cpu.compiler import plan, runtime
 from pyjax._src.backends.cpu.compiler import simplify as simplify_mod
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value, from_closed_jaxpr
 
@@ -119,7 +120,8 @@ def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
 
   def normalize(x, i, _d=in_dtypes):
     return np.require(np.asarray(x), dtype=_d[i], requirements=["C", "A"])
-  spec = (np.empty, normalize, np.ndarray,
+  empty = outpool.empty if outpool.wants_pool(out_specs) else np.empty
+  spec = (empty, normalize, np.ndarray,
           tuple(int(d.num) for d in in_dtypes),
           tuple((tuple(s), np.dtype(d)) for s, d in out_specs),
           tuple(np.require(c, requirements=["C", "A"]) for c in consts),
