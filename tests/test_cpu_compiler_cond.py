@@ -14,7 +14,8 @@ from pyjax._src.backends.cpu.compiler import build
 from pyjax._src.lax.control_flow.conditionals import cond_p
 
 import sanitizers
-from test_cpu_compiler_loops import compiled, jleaves, leaves, numpy_tier
+from test_cpu_compiler_loops import check as _loops_check
+from test_cpu_compiler_loops import compiled, jleaves, numpy_tier
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
@@ -23,15 +24,8 @@ pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler
 
 
 def check(got, want, exact=True, rtol=1e-6, atol=0.0):
-  got = leaves(got)
-  want = want if isinstance(want, list) else leaves(want)
-  assert len(got) == len(want)
-  for g, w in zip(got, want):
-    assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-    if exact:
-      np.testing.assert_array_equal(g, w)
-    else:
-      np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+  """The loops tests' check, exact by default and with tighter tolerances."""
+  _loops_check(got, want, exact, rtol=rtol, atol=atol)
 
 
 def assert_whole(exe, n_conds, n_loops=0):

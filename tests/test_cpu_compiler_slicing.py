@@ -22,6 +22,7 @@ from pyjax._src.backends.cpu.compiler import build
 import sanitizers
 
 from test_cpu_compiler import compile_mode, leaves, numpy_path
+from test_cpu_compiler_gather_scatter import _bits
 
 try:   # the oracle; the sanitizer run hides it and compares with the NumPy tier only
   import jax
@@ -37,11 +38,6 @@ _OURS = {"dynamic_slice", "dynamic_update_slice", "concatenate", "stack", "split
 _FUZZ = int(os.environ.get("PYJAX_FUZZ_EXAMPLES", "0") or 0)
 
 
-def _bits(a):
-  a = np.asarray(a)
-  if a.dtype.kind == "f" or a.dtype == BF16:
-    return a.view(f"u{a.dtype.itemsize}")
-  return a
 
 
 def assert_bits(got, want):
