@@ -715,7 +715,6 @@ class JitWrapped:
   def _placement(self, entry, leaves):
     """(device, committed) of the outputs; raises for inputs committed to different
     devices (unless ``device=`` / ``backend=`` was given)."""
-    opts = self._opts
     dev = self._param_device()
     if dev is not None:
       return dev, True
