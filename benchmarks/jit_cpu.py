@@ -3,7 +3,7 @@
     python benchmarks/jit_cpu.py [--rounds N] [--only SUBSTR] [--threads N]
 
 Every case is timed for each library in turn inside the same round (a busy machine slows
-all of them alike), for ``--rounds`` rounds; the table shows the median time per call (µs),
+all of them alike), each after ~0.15 s of untimed calls (``_warm``), for ``--rounds`` rounds; the table shows the median time per call (µs),
 pyjax's ratio to JAX, and the geometric mean of the ratios (the issue's target: <= 1.0,
 no case above 2.0).  Every timed call waits for its result (``block_until_ready``).
 pyjax's native executable is built before timing (``exe.wait()``); the first-call table
@@ -23,6 +23,16 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _warm(fn, seconds=0.15):
+  """Run ``fn`` untimed for ``seconds`` before timing it.  The previous column's worker
+  threads keep spinning after their work (NumPy's OpenBLAS threads for ~0.1 s), and on this
+  VM a CPU left idle during a long single-threaded stretch takes tens of milliseconds to run
+  a thread at full speed again: without this, both are charged to the library timed next."""
+  t0 = time.perf_counter()
+  while time.perf_counter() - t0 < seconds:
+    fn()
 
 
 def _timeit(fn, calls):
@@ -245,9 +255,12 @@ def main():
       p, j, q, _ = runs[n]
       t = _timeit(p, 1)
       calls = max(1, min(2000, int(20000 / max(t, 1))))
+      _warm(p)
       times[n][0].append(_timeit(p, calls))
+      _warm(j)
       times[n][1].append(_timeit(j, calls))
       if q is not None:
+        _warm(q)
         times[n][2].append(_timeit(q, calls))
 
   print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "

@@ -677,6 +677,34 @@ def test_dot_general_layouts():
     np.testing.assert_allclose(np.asarray(out), a64[0].T @ c64.T, rtol=1e-12)
 
 
+def test_dot_operand_transposes_fold_into_the_product():
+  """``a @ b.T`` and ``a.T @ b`` read their operands in place (BLAS transpose flags, no
+  copy kernel); a transpose that reorders an operand's free dimensions is kept (it decides
+  the result's layout).  Products big enough to split over the thread pool (one block per
+  thread) equal NumPy's."""
+  rng = np.random.default_rng(1)
+  a = rng.standard_normal((40, 30)).astype(np.float32)
+  b = rng.standard_normal((50, 30)).astype(np.float32)
+  c = rng.standard_normal((40, 20)).astype(np.float32)
+  out, exe = native(lambda a, b, c: (a @ b.T, a.T @ c, b @ a.T.T.T), a, b, c)
+  assert [g.kind for g in exe.native.fusion.groups] == ["dot"] * 3
+  for o, r in zip(leaves(out), (a @ b.T, a.T @ c, b @ a.T)):
+    np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-5)
+  x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+  v = rng.standard_normal(2).astype(np.float32)
+  f = lambda x, v: lax.dot_general(jnp.transpose(x, (0, 2, 1)), v, (((0,), (0,)), ((), ())))
+  out, exe = native(f, x, v)
+  assert np.asarray(out).shape == (4, 3)
+  assert sorted(g.kind for g in exe.native.fusion.groups) != ["dot"]   # the copy is kept
+  np.testing.assert_allclose(np.asarray(out), np.einsum("ijk,i->kj", x, v), rtol=1e-5)
+  for m, k, n in ((300, 200, 100), (64, 300, 700), (1, 700, 900), (513, 129, 31)):
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    out, _ = native(lambda a, b: (a @ b.T, b @ a.T), a, b)
+    for o, r in zip(leaves(out), (a @ b.T, b @ a.T)):
+      np.testing.assert_allclose(o, r, rtol=1e-4, atol=1e-4)
+
+
 # --- fuzzing: random elementwise / broadcast / reduction programs ----------------------------------
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -171,8 +171,10 @@ static void pj_gemm_run(pj_gemm_job *J) {
   int64_t units = J->nb > 1 ? J->nb : (J->m >= J->n ? J->m : J->n);
   int64_t per_unit = J->nb > 1 ? J->m * J->n * J->k : (J->m >= J->n ? J->n : J->m) * J->k;
   int64_t grain = (1 << 17) / (per_unit > 0 ? per_unit : 1);
-  if (J->nb <= 1 && grain < 16) grain = 16;   /* keep BLAS blocks efficient */
   if (grain < 1) grain = 1;
+  /* one block per thread for a single product: each BLAS call packs the shared operand
+     again, so more blocks cost more (at least 16 rows/columns per block) */
+  if (J->nb <= 1) grain = -(grain < 16 ? 16 : grain);
   if (pj_parallel_for && units * per_unit >= (1 << 18))
     pj_parallel_for(pj_gemm_range, (void *)J, units, grain);
   else

@@ -1,6 +1,8 @@
 """The native runtime shared by every executable: a small work-sharing thread pool.
 
-``pj_parallel_for(fn, ctx, n, grain)`` runs ``fn(ctx, lo, hi)`` over ``[0, n)`` in chunks.
+``pj_parallel_for(fn, ctx, n, grain)`` runs ``fn(ctx, lo, hi)`` over ``[0, n)`` in chunks
+(about four per thread, each at least ``grain``; a negative grain asks for one chunk per
+thread, each at least ``-grain``).
 The calling thread works too and returns as soon as every chunk is *done* -- it never
 waits for a worker that has not started (unlike an OpenMP barrier, which waits for every
 thread of the team to arrive: on a loaded machine one descheduled thread stalls the whole
@@ -109,9 +111,12 @@ int pj_runtime_init(int nthreads) {
 
 void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
   if (n <= 0) return;
-  if (grain < 1) grain = 1;
-  int64_t chunk = (n + (int64_t)pj_nthreads * 4 - 1) / ((int64_t)pj_nthreads * 4);
-  if (chunk < grain) chunk = grain;
+  /* grain > 0: about four chunks per thread (load balance), each at least ``grain``;
+     grain < 0: one chunk per thread, each at least ``-grain`` (GEMM blocks: every chunk
+     repacks the shared operand, so fewer is faster) */
+  int64_t per = grain < 0 ? 1 : 4, least = grain < 0 ? -grain : (grain < 1 ? 1 : grain);
+  int64_t chunk = (n + (int64_t)pj_nthreads * per - 1) / ((int64_t)pj_nthreads * per);
+  if (chunk < least) chunk = least;
   if (pj_nthreads <= 1 || chunk >= n || (n + chunk - 1) / chunk > 0xFFFFFFF0LL ||
       pthread_mutex_trylock(&pj_job_lock) != 0) {
     fn(ctx, 0, n);

@@ -9,7 +9,8 @@
   ``neg(neg x)``, no-op converts/reshapes/transposes/broadcasts, chains of lossless
   ``convert_element_type``, ``transpose`` of ``transpose``, ``reshape`` of ``reshape``,
   ``broadcast_in_dim`` of ``broadcast_in_dim``, broadcasts of scalars feeding elementwise
-  operations (the scalar is used directly), single-case ``select_n``;
+  operations (the scalar is used directly), single-case ``select_n``, ``transpose``
+  feeding ``dot_general`` (folded into its dimension numbers);
 - constant folding with the eager NumPy implementations (so folded values are exactly what
   the NumPy backend computes), for results no bigger than their inputs or tiny;
 - common subexpression elimination (same primitive, params and operands);
@@ -309,6 +310,8 @@ def _rewrite(rw, node, impls):
       node.ins = [x.producer.ins[0]]
       node.params = dict(prm, broadcast_dimensions=tuple(dims[d] for d in inner))
       rw.changed = True
+  elif p == "dot_general":
+    _fold_dot_transposes(rw, node)
   elif p in ("reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
              "reduce_or", "reduce_xor"):
     if not prm.get("axes") and rw.alias(out, ins[0]):
@@ -338,6 +341,32 @@ def _rewrite(rw, node, impls):
         new.append(x)
     node.ins = new
   return False
+
+
+def _fold_dot_transposes(rw, node):
+  """``dot_general(transpose(x), ...)`` reads ``x`` with remapped dimension numbers (BLAS
+  takes either orientation), when the operand's free dimensions keep their order (the
+  result's layout depends on it)."""
+  (lc, rc), (lb, rb) = node.params["dimension_numbers"]
+  dims = [[lc, lb], [rc, rb]]
+  ins = list(node.ins)
+  for side in (0, 1):
+    x = ins[side]
+    q = x.producer if type(x) is Value else None
+    if q is None or q.prim != "transpose":
+      continue
+    perm = tuple(q.params["permutation"])
+    c, b = dims[side]
+    free = [perm[i] for i in range(len(perm)) if i not in c and i not in b]
+    if free != sorted(free):
+      continue
+    dims[side] = [tuple(perm[i] for i in c), tuple(perm[i] for i in b)]
+    ins[side] = q.ins[0]
+    rw.changed = True
+  if ins != node.ins:
+    node.ins = ins
+    node.params = dict(node.params, dimension_numbers=((dims[0][0], dims[1][0]),
+                                                       (dims[0][1], dims[1][1])))
 
 
 def _float_bits(d):
