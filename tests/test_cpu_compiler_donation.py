@@ -227,3 +227,32 @@ def test_synchronous_dispatch():
     np.testing.assert_array_equal(np.asarray(x), xn * np.float32(0.0625))
   finally:
     pyjax.config.update("jax_cpu_enable_async_dispatch", prev)
+
+
+def test_programs_with_numpy_steps_donate_into_one_segment():
+  """A program with a NumPy step (cholesky) between native segments: the segment that
+  writes the last use of a donated input reuses its buffer; an input that a NumPy step
+  reads is never reused (the step's result could be a view of it)."""
+  m = np.random.default_rng(4).standard_normal((300, 300)).astype(np.float32)
+  a = (m @ m.T / 300 + np.eye(300, dtype=np.float32))
+  wn = _data(5, (300, 300))
+
+  def f(a, w):
+    c = jnp.linalg.cholesky(a * 1.0)        # a NumPy step between two segments
+    return w * 0.5 + c.sum(), jnp.tanh(c)
+  g = pyjax.jit(f, donate_argnums=1)
+  exe = g.lower(_arr(a), _arr(wn)).compile().runtime_executable()
+  assert [s.node.prim for s in exe.native.host_steps] == ["cholesky"]
+  assert exe.native.donation == {1: 0} and exe.native.donation_segment == 1
+  w = _arr(wn)
+  p = _ptr(w)
+  out = g(_arr(a), w)
+  assert _ptr(out[0]) == p and w.is_deleted()
+  want = pyjax.jit(f)(_arr(a), _arr(wn))
+  for o, r in zip(out, want):
+    np.testing.assert_array_equal(np.asarray(o), np.asarray(r))
+  # the donated input is the NumPy step's operand: allocated, values intact
+  h = pyjax.jit(lambda a, w: (jnp.linalg.cholesky(a) * 2, a + w), donate_argnums=0)
+  assert h.lower(_arr(a), _arr(wn)).compile().runtime_executable().native.donation == {}
+  out = h(_arr(a), _arr(wn))
+  np.testing.assert_allclose(np.asarray(out[1]), a + wn, rtol=1e-6)

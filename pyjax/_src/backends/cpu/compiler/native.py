@@ -49,6 +49,7 @@ class NativeProgram:
     # the segment's}; ``fn`` then also accepts ``fn(*arrays, mask)`` (bit j set: that
     # output may take its donated input's buffer)
     self.donation = {}
+    self.donation_segment = None   # the index of the segment they belong to
 
   @property
   def native_loops(self):
@@ -177,11 +178,11 @@ def lower(closed, name="jaxpr", donate=()):
   if not segs and not any(isinstance(s, plan.HostStep) and s.node.prim in control.RUNNERS
                           for s in steps):
     raise Unsupported("no native kernels")
-  cands = plan.donation_candidates(fu, steps, donate)
+  cands, seg = plan.donation_candidates(fu, steps, donate)
   source, nk = cmodule.module_source(fu, steps, tc.float16, tc.mvec)
   prog = NativeProgram(name, program, fu, steps, source, nk, tc)
   if cands:
-    seg = segs[0]
+    prog.donation_segment = seg.index
     for i, j in cands.items():
       v = seg.outputs[j]
       if any(g.alias_ok.get(v) for g in seg.groups if g.kind == "loop"):
@@ -247,14 +248,16 @@ def _host_source(np_prog, seg_fns):
       names[x] = glob(x.const, "c")
     return names[x]
 
-  # with donated buffers (``NativeProgram.donation``) the one segment takes a mask too
+  # with donated buffers (``NativeProgram.donation``) the host function takes the mask too
+  # and hands it to the segment whose outputs may reuse them
   mask = ", *_m" if np_prog.donation else ""
   lines = [f"def host({', '.join(names[v] for v in program.inputs)}{mask}):"]
   for step in np_prog.steps:
     if isinstance(step, plan.Segment):
       fn = glob(seg_fns[step.index], "seg")
       outs = [f"v{v.id}" for v in step.outputs]
-      call = f"{fn}({', '.join(ref(v) for v in step.inputs)}{mask})"
+      m = mask if step.index == np_prog.donation_segment else ""
+      call = f"{fn}({', '.join(ref(v) for v in step.inputs)}{m})"
       if outs:
         lines.append(f"  {', '.join(outs)}, = {call}")
       else:

@@ -12,7 +12,7 @@ Each segment's intermediate buffers (values written and read only inside it) liv
 buffer becomes free after its last reader), 64-byte aligned, and the arena is allocated
 once per executable instance and kept between calls.  A steady-state call allocates only
 the segment's outputs -- and not even those that reuse a donated input's buffer
-(``donation_candidates``: ``jit(f, donate_argnums=...)`` of a one-segment program).
+(``donation_candidates``: ``jit(f, donate_argnums=...)``).
 """
 from __future__ import annotations
 
@@ -189,43 +189,49 @@ def _plan_arena(fusion, seg, internal):
 
 def donation_candidates(fusion, steps, pairs):
   """Donated inputs whose buffer may hold an output (``pairs``: (input index, output
-  index) of equal shape and dtype, from the API's donation plan).  Only for a program that
-  is one segment.  A pair qualifies when the output is written by a loop kernel that is the
-  last group reading the input; the kernel generator then checks the rest (the
-  input is read only at the index being written, and before it is written) and records
-  its verdict in the writer's ``group.alias_ok``.  Returns {program input index: segment
-  output index}; sets ``seg.aliases`` ({segment output index: segment input index}) and
-  each writer group's ``alias_req`` ({output value: input value})."""
+  index) of equal shape and dtype, from the API's donation plan).  A pair qualifies when
+  the output is written by a loop kernel that is the last group reading the input, in the
+  last step reading it, and no NumPy step reads the input at all (its result could be a
+  view of the buffer); all aliases live in one segment (the first such pair's: one mask
+  reaches one segment).  The kernel generator then checks the rest (the input is read
+  only at the index being written, and before it is written) and records its verdict in
+  the writer's ``group.alias_ok``.  Returns ({program input index: segment output index},
+  the segment or None); sets ``seg.aliases`` ({segment output index: segment input index})
+  and each writer group's ``alias_req`` ({output value: input value})."""
   program = fusion.program
-  segs = [s for s in steps if isinstance(s, Segment)]
-  if not pairs or len(steps) != 1 or len(segs) != 1:
-    return {}
-  seg = segs[0]
   outs = program.outputs
-  if any(type(x) is not Value for x in outs) or len(set(outs)) != len(outs):
-    return {}
-  found = {}
+  if not pairs or any(type(x) is not Value for x in outs) or len(set(outs)) != len(outs):
+    return {}, None
+  host_reads = {root(fusion, x) for st in steps if not isinstance(st, Segment)
+                for x in st.node.ins if type(x) is Value}
+  found, seg = {}, None
   for i, j in pairs:
     if i >= len(program.inputs) or j >= len(outs):
       continue
     x, v = program.inputs[i], outs[j]
-    if (x in outs or x not in seg.inputs or v not in seg.outputs or x.shape != v.shape
-            or x.dtype != v.dtype):
+    if x in outs or x in host_reads or x.shape != v.shape or x.dtype != v.dtype:
       continue
-    writer = next((k for k, g in enumerate(seg.groups) if v in _group_writes(fusion, g)), None)
+    k = next((k for k, st in enumerate(steps) if isinstance(st, Segment) and v in st.outputs),
+             None)
+    if k is None or (seg is not None and steps[k] is not seg) or x not in steps[k].inputs:
+      continue
+    if any(x in _group_reads(fusion, g) for st in steps[k + 1:] for g in st.groups):
+      continue   # (later steps are segments: NumPy steps never read x)
+    s = steps[k]
+    writer = next((n for n, g in enumerate(s.groups) if v in _group_writes(fusion, g)), None)
     if writer is None:
       continue
-    g = seg.groups[writer]
-    if g.kind != "loop":
-      continue
-    if any(x in _group_reads(fusion, h) for h in seg.groups[writer + 1:]):
+    g = s.groups[writer]
+    if g.kind != "loop" or any(x in _group_reads(fusion, h) for h in s.groups[writer + 1:]):
       continue
     if v in g.alias_req or x in g.alias_req.values():
       continue
     g.alias_req[v] = x
-    found[i] = seg.outputs.index(v)
-  seg.aliases = {jo: seg.inputs.index(program.inputs[i]) for i, jo in found.items()}
-  return found
+    found[i] = s.outputs.index(v)
+    seg = s
+  if seg is not None:
+    seg.aliases = {jo: seg.inputs.index(program.inputs[i]) for i, jo in found.items()}
+  return found, seg
 
 
 __all__ = ["schedule", "Segment", "HostStep", "root", "donation_candidates"]
