@@ -117,3 +117,81 @@ def test_row_normalize_is_one_kernel():
   ref = np.asarray(jax.jit(lambda x: x / jax.numpy.sqrt((x * x).sum(axis=1, keepdims=True)))(x))
   np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-6, atol=1e-7)
 
+
+
+def _with_x64(dt):
+  prev = pyjax.config.jax_enable_x64
+  pyjax.config.update("jax_enable_x64", dt == np.float64 or prev)
+  return prev
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_multi_dim_sums_match_numpy_tier(dt):
+  """Sums and products over several dimensions (the last longer than a window) run through
+  the vectorized ``pj_treen_*`` helper: tiles of 32 per dimension in lanes, bit for bit the
+  NumPy tier's XLA order (sizes up to 65,536 elements, where the NumPy tier emulates it),
+  incl. NaN, infinities and -0.0; 0-size dimensions give the identity (they used to divide
+  by zero in the scalar helper: SIGFPE)."""
+  prev = _with_x64(dt)
+  try:
+    rng = np.random.default_rng(7)
+    shapes = [(40, 50), (33, 40), (7, 300), (2, 33, 40), (64, 64), (3, 5, 70), (70, 1, 65),
+              (31, 33, 60), (1, 33), (0, 40), (5, 0, 40)]
+    xs = []
+    for i, s in enumerate(shapes):
+      x = (rng.standard_normal(s) * 3).astype(dt)
+      if x.size and i % 3 == 0:
+        x.reshape(-1)[[5, -3]] = [np.nan, np.inf]
+      if x.size and i % 3 == 1:
+        x[...] = -0.0
+      xs.append(x)
+
+    def f(xs):
+      return [r for x in xs for r in (x.sum(), lax.reduce_prod(1 + x / 64, tuple(range(x.ndim))),
+                                      x.sum(axis=tuple(range(1, x.ndim))), (x * x).mean())]
+    got, exe = native(f, xs)
+    assert "pj_treen_sum_f" in exe.as_text() or dt != np.float32
+    want = numpy_path(f, xs)
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)
+  for i, (g, w) in enumerate(zip(got, want)):
+    same_bits(g, w, (shapes[i // 4], i % 4))
+
+
+@pytest.mark.parametrize("shape", [(65537,), (1000003,), (300, 1000), (2, 40, 1000)])
+def test_long_single_rows_reduce_in_parallel_bit_identically(shape, monkeypatch):
+  """A single row of >= 65,536 elements sums its windows in parallel (``<kernel>_win``:
+  window sums over one dimension, row buffers over several), bit-identical to the one-pass
+  code (the scalar helpers; the NumPy tier sums such sizes in NumPy's pairwise order)."""
+  from pyjax._src.backends.cpu.compiler import codegen_c
+  x = (np.random.default_rng(1).standard_normal(shape) * 3).astype(np.float32)
+  x.reshape(-1)[-7] = -0.0
+
+  def f(x):
+    return x.sum(), (jnp.tanh(x) * x).sum(), jnp.prod(1 + x * 1e-6), (x * x).mean() + 1
+  got, exe = native(f, x)
+  assert "_win(void" in exe.as_text()
+  monkeypatch.setattr(codegen_c, "SPLIT_ROW_MIN", 1 << 62)
+  monkeypatch.setattr(codegen_c, "_tree1_helper", lambda prim, d: None)
+  want, exe2 = native(f, x)
+  assert "_win(void" not in exe2.as_text() and "pj_tree1_" not in exe2.as_text()
+  for g, w in zip(got, want):
+    same_bits(g, w, shape)
+
+
+def test_long_full_max_min():
+  """Order-free full reductions of a long row (vector lanes with integer keys): NaN wins,
+  -0.0 < +0.0, equal to NumPy's answers."""
+  rng = np.random.default_rng(2)
+  x = rng.standard_normal(1_000_003).astype(np.float32)
+  z = np.zeros(70_001, np.float32)
+  z[::2] = -0.0
+  y = x.copy()
+  y[123_456] = np.nan
+  got, _ = native(lambda x, y, z: (x.max(), x.min(), y.max(), y.min(), z.max(), (-z).min(),
+                                   jnp.argmax(x), (x > 1).sum()), x, y, z)
+  want = [x.max(), x.min(), np.nan, np.nan, np.float32(0.0), np.float32(-0.0),
+          np.argmax(x), (x > 1).sum()]
+  for g, w in zip(got, want):
+    g = np.asarray(g)
+    assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (g, w)

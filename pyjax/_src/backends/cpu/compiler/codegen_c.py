@@ -33,6 +33,7 @@ from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler.ir import Lit, Value
 
 PAR_THRESHOLD = 1 << 15     # parallelize loops doing at least this much work
+SPLIT_ROW_MIN = 1 << 16     # a single row this long reduces its windows in parallel
 XLA_WINDOW = 32
 COL_TILE = 256
 TINY_SIMD = 8                # map loops over fewer elements get no simd pragma
@@ -104,38 +105,106 @@ typedef long long pj_v4l __attribute__((vector_size(32)));
 #define PJ_TREE1(NAME, T, VT, VTU, L, OP, ID)                                              \
 static const T NAME##_pad[32] = {ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, \
   ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID};                       \
-static inline void NAME##_blk4(const T *const *w, T *out) {                                 \
-  VT a[4]; PJ_UNROLL for (int q = 0; q < 4; q++) a[q] = (VT){0} + ID;                        \
+static inline void NAME##_blk4(const T *const *w, T *out, int cont) {                      \
+  VT a[4]; PJ_UNROLL for (int q = 0; q < 4; q++)                                             \
+    a[q] = cont ? *(const VTU *)(out + L * q) : (VT){0} + ID;                                \
   for (int j0 = 0; j0 < 32; j0 += L)                                                         \
     for (int q = 0; q < 4; q++) {                                                            \
       VT v[L]; PJ_UNROLL for (int k = 0; k < L; k++) v[k] = *(const VTU *)(w[L * q + k] + j0); \
       PJ_TRANSPOSE_##L(v);                                                                   \
       PJ_UNROLL for (int k = 0; k < L; k++) a[q] = OP(a[q], v[k]); }                         \
   PJ_UNROLL for (int q = 0; q < 4; q++) *(VTU *)(out + L * q) = a[q]; }                      \
-static inline void NAME##_blk1(const T *const *w, T *out) {                                 \
-  VT a0 = (VT){0} + ID;                                                                      \
+static inline void NAME##_blk1(const T *const *w, T *out, int cont) {                      \
+  VT a0 = cont ? *(const VTU *)out : (VT){0} + ID;                                           \
   for (int j0 = 0; j0 < 32; j0 += L) {                                                       \
     VT v0[L];                                                                                \
     PJ_UNROLL for (int k = 0; k < L; k++) v0[k] = *(const VTU *)(w[k] + j0);                \
     PJ_TRANSPOSE_##L(v0);                                                                    \
     PJ_UNROLL for (int k = 0; k < L; k++) a0 = OP(a0, v0[k]); }                              \
   *(VTU *)out = a0; }                                                                        \
+/* the window sums part[c] of windows c in [c_lo, c_hi) of a row of d > 32 elements, the  \
+   row's element i read at xs[i - e0] (only those windows' elements are read) */            \
+static void NAME##_win(const T *xs, int64_t e0, int64_t d, int64_t c_lo, int64_t c_hi,      \
+                       T *part) {                                                           \
+  const int64_t g = (d + 31) / 32, pd = (g * 32 - d) / 2;                                   \
+  const int64_t cf = pd > 0 ? 1 : 0, ce = (d + pd) / 32, b = ce < c_hi ? ce : c_hi;         \
+  if (cf && c_lo == 0) { T a = ID;                                                           \
+    for (int64_t i = 0; i < 32 - pd; i++) a = OP(a, xs[i - e0]); part[0] = a; }              \
+  for (int64_t c = ce > c_lo ? ce : c_lo; c < c_hi; c++) { T a = ID;                         \
+    for (int64_t i = c * 32 - pd; i < d; i++) a = OP(a, xs[i - e0]); part[c] = a; }          \
+  const T *w[4 * L]; T out[4 * L];                                                           \
+  for (int64_t c = cf > c_lo ? cf : c_lo; c < b; ) {                                         \
+    const int nw = b - c > 2 * L ? 4 * L : L;                                                \
+    for (int k = 0; k < nw; k++) w[k] = c + k < b ? xs + ((c + k) * 32 - pd - e0) : NAME##_pad; \
+    if (nw == 4 * L) NAME##_blk4(w, out, 0); else NAME##_blk1(w, out, 0);                    \
+    for (int k = 0; k < nw && c + k < b; k++) part[c + k] = out[k];                          \
+    c += nw; } }                                                                             \
 static T NAME(const T *x, int64_t d) {                                                      \
   if (d <= 32) { T a = ID; for (int64_t i = 0; i < d; i++) a = OP(a, x[i]); return a; }     \
-  const int64_t g = (d + 31) / 32, pd = (g * 32 - d) / 2;                                   \
-  const int64_t cf = pd > 0 ? 1 : 0, ce = (d + pd) / 32;                                    \
+  const int64_t g = (d + 31) / 32;                                                          \
   T stackbuf[512]; T *part = g <= 512 ? stackbuf : (T *)malloc(sizeof(T) * (size_t)g);       \
-  if (cf) { T a = ID; for (int64_t i = 0; i < 32 - pd; i++) a = OP(a, x[i]); part[0] = a; }  \
-  for (int64_t c = ce; c < g; c++) { T a = ID;                                               \
-    for (int64_t i = c * 32 - pd; i < d; i++) a = OP(a, x[i]); part[c] = a; }                \
-  const T *w[4 * L]; T out[4 * L];                                                           \
-  for (int64_t c = cf; c < ce; ) {                                                           \
-    const int nw = ce - c > 2 * L ? 4 * L : L;                                               \
-    for (int k = 0; k < nw; k++) w[k] = c + k < ce ? x + (c + k) * 32 - pd : NAME##_pad;   \
-    if (nw == 4 * L) NAME##_blk4(w, out); else NAME##_blk1(w, out);                          \
-    for (int k = 0; k < nw && c + k < ce; k++) part[c + k] = out[k];                         \
-    c += nw; }                                                                               \
+  NAME##_win(x, 0, d, 0, g, part);                                                           \
   T r = NAME(part, g);                                                                       \
+  if (part != stackbuf) free(part);                                                          \
+  return r; }
+/* Reductions over nd >= 2 dimensions whose last is longer than 32 (XLA's order: tiles of
+   32 per dimension -- the whole dimension when it is not longer -- padded evenly, each
+   summed in row-major order, then the grid of tile sums the same way; bit for bit the
+   scalar pj_tree_* helper).  Tiles side by side along the last dimension advance together
+   in vector lanes, one 32-element row of each at a time; bands of tiles along the first
+   dimension run in parallel. */
+#define PJ_TREE_ND(NAME, T1, T, L, OP, ID, SCALAR)                                           \
+typedef struct { const T *x; int nd; const int64_t *dims, *st, *g, *p; T *part; } NAME##_job; \
+static void NAME##_band(void *ctx, int64_t lo0, int64_t hi0) {                               \
+  const NAME##_job *J = (const NAME##_job *)ctx;                                             \
+  const int nd = J->nd, m = nd - 1;                                                          \
+  const int64_t d = J->dims[m], pd = J->p[m], gl = J->g[m];                                  \
+  const int64_t cf = pd > 0 ? 1 : 0, ce = (d + pd) / 32;                                     \
+  int64_t nlead = 1; for (int k = 1; k < m; k++) nlead *= J->g[k];                           \
+  const T *w[4 * L]; T out[4 * L];                                                           \
+  for (int64_t cell = lo0 * nlead; cell < hi0 * nlead; cell++) {   /* leading tile coords */ \
+    int64_t lo[8], hi[8], idx[8], rem = cell; int empty = 0;                                 \
+    for (int k = m - 1; k >= 0; k--) { const int64_t c = rem % J->g[k]; rem /= J->g[k];      \
+      const int64_t wk = J->dims[k] > 32 ? 32 : J->dims[k];                                  \
+      lo[k] = c * wk - J->p[k]; hi[k] = lo[k] + wk;                                          \
+      if (lo[k] < 0) lo[k] = 0; if (hi[k] > J->dims[k]) hi[k] = J->dims[k];                  \
+      if (lo[k] >= hi[k]) empty = 1; }                                                        \
+    T *part = J->part + cell * gl;                                                            \
+    for (int64_t c = 0; c < gl; ) {                                                          \
+      const int full = c >= cf && c < ce;                                                    \
+      const int nw = !full ? 1 : (ce - c > 2 * L ? 4 * L : L);                               \
+      const int64_t clo = c * 32 - pd < 0 ? 0 : c * 32 - pd, chi = c * 32 - pd + 32 < d ?    \
+        c * 32 - pd + 32 : d;                                                                \
+      T a = ID; int first = 1;                                                               \
+      for (int k = 0; k < m; k++) idx[k] = lo[k];                                            \
+      if (!empty) for (;;) {                                                                 \
+        int64_t off = 0; for (int k = 0; k < m; k++) off += idx[k] * J->st[k];               \
+        const T *row = J->x + off;                                                           \
+        if (full) {                                                                          \
+          for (int k = 0; k < nw; k++) w[k] = c + k < ce ? row + (c + k) * 32 - pd : T1##_pad; \
+          if (nw == 4 * L) T1##_blk4(w, out, !first); else T1##_blk1(w, out, !first);       \
+        } else {                                                                             \
+          for (int64_t i = clo; i < chi; i++) a = OP(a, row[i]);                             \
+        }                                                                                    \
+        first = 0;                                                                           \
+        int k = m - 1;                                                                       \
+        while (k >= 0) { if (++idx[k] < hi[k]) break; idx[k] = lo[k]; k--; }                 \
+        if (k < 0) break; }                                                                  \
+      if (!full) { part[c] = a; c++; continue; }                                             \
+      for (int k = 0; k < nw && c + k < ce; k++) part[c + k] = first ? ID : out[k];          \
+      c += nw < ce - c ? nw : ce - c; } } }                                                  \
+static T NAME(const T *x, int nd, const int64_t *dims) {                                     \
+  int64_t g[8], p[8], st[8], ng = 1, n = 1;                                                  \
+  for (int k = 0; k < nd; k++) n *= dims[k];                                                 \
+  if (n == 0) return ID;   /* (a 0-size dimension has no windows) */                         \
+  for (int k = 0; k < nd; k++) { const int64_t wk = dims[k] > 32 ? 32 : dims[k];             \
+    g[k] = (dims[k] + wk - 1) / wk; p[k] = (g[k] * wk - dims[k]) / 2; ng *= g[k]; }          \
+  st[nd - 1] = 1; for (int k = nd - 2; k >= 0; k--) st[k] = st[k + 1] * dims[k + 1];         \
+  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)malloc(sizeof(T) * (size_t)ng);     \
+  NAME##_job J = {x, nd, dims, st, g, p, part};                                              \
+  if (pj_parallel_for && n >= (1 << 16) && g[0] > 1) pj_parallel_for(NAME##_band, &J, g[0], 1); \
+  else NAME##_band(&J, 0, g[0]);                                                             \
+  T r = SCALAR(part, nd, g);                                                                 \
   if (part != stackbuf) free(part);                                                          \
   return r; }
 #define PJ_T1_ADD(a, b) ((a) + (b))
@@ -144,6 +213,10 @@ PJ_TREE1(pj_tree1_sum_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_ADD, 0.0f)
 PJ_TREE1(pj_tree1_prod_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_MUL, 1.0f)
 PJ_TREE1(pj_tree1_sum_d, double, pj_v4d, pj_v4du, 4, PJ_T1_ADD, 0.0)
 PJ_TREE1(pj_tree1_prod_d, double, pj_v4d, pj_v4du, 4, PJ_T1_MUL, 1.0)
+PJ_TREE_ND(pj_treen_sum_f, pj_tree1_sum_f, float, 8, PJ_T1_ADD, 0.0f, pj_tree_sum_f)
+PJ_TREE_ND(pj_treen_prod_f, pj_tree1_prod_f, float, 8, PJ_T1_MUL, 1.0f, pj_tree_prod_f)
+PJ_TREE_ND(pj_treen_sum_d, pj_tree1_sum_d, double, 4, PJ_T1_ADD, 0.0, pj_tree_sum_d)
+PJ_TREE_ND(pj_treen_prod_d, pj_tree1_prod_d, double, 4, PJ_T1_MUL, 1.0, pj_tree_prod_d)
 #endif
 """
 
@@ -199,6 +272,7 @@ class KernelGen:
     self.rowbufs = {}                  # (value id, forms) -> row buffer of an earlier phase
     self.heap_rows = []                # row buffers to free at the end of the row
     self.uses_tree1 = False            # calls a TREE1_SOURCE helper
+    self.split = None                  # split row: {reduction: C call finishing it}
     # donated inputs whose buffer an output of this kernel may reuse (plan.py): every read of
     # the input must be at the index being written, and before it is written
     self.alias_out = {v: slot_root(x) for v, x in getattr(group, "alias_req", {}).items()}
@@ -399,24 +473,17 @@ class KernelGen:
   def generate(self):
     self.par_n, self.par, self.grain = 1, False, 1
     kind = self.g.form_kind
+    split = self._split_plan() if kind == "row" else None
+    if split is not None:
+      return self._generate_split(*split)
     if kind == "map":
       body = self._map()
     elif kind == "row":
       body = self._row()
     else:
       body = self._col()
-    outs = set(self.g.outputs)
-    decls = ["void *const *P = (void *const *)ctx;", "(void)P; (void)lo; (void)hi;"]
-    for i, rv in enumerate(self.params):
-      t = L.storage_type(rv.dtype)
-      const = "" if rv in outs else "const "
-      # an output and the donated input whose buffer it may reuse can be the same memory
-      res = "" if (rv in self.alias_in or rv in self.alias_out) else "restrict "
-      decls.append(f"{const}{t} *{res}{self.pnames[rv]} = ({const}{t} *)P[{i}];")
     src = [TREE1_SOURCE] if self.uses_tree1 else []
-    src.append(f"static void {self.name}_range(void *ctx, int64_t lo, int64_t hi) {{")
-    src += ["  " + ln for ln in decls + body]
-    src.append("}")
+    src += self._range_function("range", body)
     src.append(f"static void {self.name}(void *const *P) {{")
     if self.par:
       src.append(f"  if (pj_parallel_for) pj_parallel_for({self.name}_range, (void *)P, "
@@ -426,6 +493,175 @@ class KernelGen:
       src.append(f"  {self.name}_range((void *)P, 0, {self.par_n});")
     src.append("}")
     return "\n".join(src) + "\n"
+
+  def _range_function(self, suffix, body, parts=()):
+    """``static void <name>_<suffix>(void *ctx, int64_t lo, int64_t hi)``: ``ctx`` holds
+    the parameters' pointers (after the ``parts`` buffers' of a split row)."""
+    outs = set(self.g.outputs)
+    decls = [f"void *const *P = (void *const *)ctx + {len(parts)};" if parts else
+             "void *const *P = (void *const *)ctx;", "(void)P; (void)lo; (void)hi;"]
+    for i, (name, ct) in enumerate(parts):
+      decls.append(f"{ct} *{name} = ({ct} *)((void *const *)ctx)[{i}];")
+    for i, rv in enumerate(self.params):
+      t = L.storage_type(rv.dtype)
+      const = "" if rv in outs else "const "
+      # an output and the donated input whose buffer it may reuse can be the same memory
+      res = "" if (rv in self.alias_in or rv in self.alias_out) else "restrict "
+      decls.append(f"{const}{t} *{res}{self.pnames[rv]} = ({const}{t} *)P[{i}];")
+    return ([f"static void {self.name}_{suffix}(void *ctx, int64_t lo, int64_t hi) {{"]
+            + ["  " + ln for ln in decls + body] + ["}"])
+
+  # -- split rows: one long row's XLA-order sums, the heavy part in parallel --------------
+  def _split_plan(self):
+    """(reduced dims, the reductions) when this row kernel is a single row (every kept
+    dimension 1) of at least SPLIT_ROW_MIN elements whose reductions are all float32/float64
+    sums or products (XLA's window order) in the first phase, whose outputs all have the
+    reduced shape, and which the vectorized helpers reduce (one dimension, or up to 8 with
+    the last longer than a window); else None."""
+    g = self.g
+    if self.alias_out or any(self.shape[k] != 1 for k in g.kept()):
+      return None
+    red = set(g.axes)
+    inner = [k for k in g.axes if self.shape[k] != 1]
+    ext = [self.shape[k] for k in inner]
+    if (not inner or len(inner) > 8 or math.prod(ext) < SPLIT_ROW_MIN
+            or (len(inner) > 1 and ext[-1] <= XLA_WINDOW)):
+      return None
+    reds = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    phase = self._phases()
+    if not reds or any(m.prim not in F.ORDERED_REDUCTIONS or phase[m] != 1
+                       or _tree1_helper(m.prim, m.ins[0].dtype) is None for m in reds):
+      return None
+    if any(F.form_vars(self._out_forms(m)) & red for _, m in self._outputs()):
+      return None
+    if len(inner) > 1 and all(self._direct_row(m.ins[0], inner, _strides(ext),
+                                                 self._full_forms()) for m in reds):
+      return None   # nothing to compute: the helper itself runs in parallel
+    return inner, reds
+
+  def _generate_split(self, inner, reds):
+    """Two passes.  ``<name>_win`` runs in parallel: over one dimension it computes the
+    first-level window sums of every reduction for a range of windows (the operand computed
+    in blocks of 64 windows on the stack); over several it computes the operands into row
+    buffers, a range of the first dimension at a time.  Then ``<name>_range`` finishes the
+    reductions in XLA's order (``pj_tree1_*`` on the window sums, ``pj_treen_*`` on the
+    buffers: bit-identical to one pass) and writes the outputs."""
+    ext = [self.shape[k] for k in inner]
+    n = math.prod(ext)
+    wg = KernelGen(self.fu, self.g, self.slot_root, self.name)
+    wg.params, wg.pnames = self.params, self.pnames      # one parameter list for both
+    if len(inner) == 1:
+      units = -(-n // XLA_WINDOW)
+      pad = (units * XLA_WINDOW - n) // 2
+      parts = [(f"pj_part{i}", L.compute_type(m.ins[0].dtype), units) for i, m in enumerate(reds)]
+      wbody = wg._row_windows(inner[0], n, reds, pad, [p for p, _, _ in parts])
+      self.split = {m: f"{_tree1_helper(m.prim, m.ins[0].dtype)}({p}, {units})"
+                    for m, (p, _, _) in zip(reds, parts)}
+      per_unit = XLA_WINDOW
+    else:
+      units = ext[0]
+      dims = f"(const int64_t[{len(inner)}]){{{', '.join(map(str, ext))}}}"
+      bufs, computed = wg._row_fill(inner, reds)
+      parts = [(f"pj_part{i}", L.compute_type(m.ins[0].dtype), n) for i, m in enumerate(computed)]
+      self.split = {}
+      for m in reds:
+        b = dict(zip(computed, (p for p, _, _ in parts))).get(m, bufs.get(m))
+        self.split[m] = (f"{_tree1_helper(m.prim, m.ins[0].dtype).replace('tree1', 'treen')}"
+                         f"({b}, {len(inner)}, {dims})")
+      wbody = wg._row_fill_body
+      per_unit = n // units
+    body = self._row()
+    grain = max(1, -(-(PAR_THRESHOLD // 2) // (per_unit * max(wg.work, 1))))
+    ptypes = [(p, ct) for p, ct, _ in parts]
+    src = [TREE1_SOURCE]
+    src += self._range_function("win", wbody, ptypes)
+    src += self._range_function("range", body, ptypes)
+    src.append(f"static void {self.name}(void *const *P) {{")
+    src.append(f"  void *Q[{len(parts) + len(self.params)}];")
+    for i, (p, ct, size) in enumerate(parts):
+      src.append(f"  Q[{i}] = malloc(sizeof({ct}) * {size});")
+    src.append(f"  for (int i = 0; i < {len(self.params)}; i++) Q[{len(parts)} + i] = P[i];")
+    src.append(f"  if (pj_parallel_for) pj_parallel_for({self.name}_win, (void *)Q, {units}, "
+               f"{grain});")
+    src.append(f"  else {self.name}_win((void *)Q, 0, {units});")
+    src.append(f"  {self.name}_range((void *)Q, 0, 1);")
+    src.append(f"  for (int i = 0; i < {len(parts)}; i++) free(Q[i]);")
+    src.append("}")
+    return "\n".join(src) + "\n"
+
+  def _row_fill(self, inner, reds):
+    """The body of ``<name>_win`` over several dimensions (kept in ``_row_fill_body``): the
+    operands of the reductions that do not read an input in place, computed into the
+    ``pj_part<i>`` buffers for the first inner dimension's range [lo, hi).  Returns
+    ({reduction: pointer read in place}, the computed reductions)."""
+    for j in range(self.r):
+      if j not in inner:
+        self.dimexpr[j] = ("0", 0)
+    full = self._full_forms()
+    ext = [self.shape[k] for k in inner]
+    st = _strides(ext)
+    direct, computed = {}, []
+    for m in reds:
+      d = self._direct_row(m.ins[0], inner, st, full)
+      if d is not None:
+        direct[m] = d
+      else:
+        computed.append(m)
+    specs = []
+    for j, k in enumerate(inner):
+      lo = "lo" if j == 0 else "0"
+      hi = "hi" if j == 0 else str(self.shape[k])
+      specs.append((f"for (int64_t i{k} = {lo}; i{k} < {hi}; i{k}++)", [],
+                    "#pragma omp simd" if j == len(inner) - 1 else None))
+      self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
+    lin = " + ".join(f"{s_}*i{k}" if s_ != 1 else f"i{k}" for s_, k in zip(st, inner))
+
+    def body():
+      for i, m in enumerate(computed):
+        e, _ = self.value(m.ins[0], full)
+        self.line(f"pj_part{i}[{lin}] = {e};")
+    self._nested(specs, body)
+    self._row_fill_body = self.close_all()
+    return direct, computed
+
+  def _row_windows(self, k, n, reds, pad, parts):
+    """The body of ``<name>_win``: windows [lo, hi) of the row, in blocks of 64."""
+    for j in range(self.r):
+      if j != k:
+        self.dimexpr[j] = ("0", 0)
+    full = self._full_forms()
+    blk = 64 * XLA_WINDOW
+    self.open(None, "for (int64_t pj_c0 = lo; pj_c0 < hi; pj_c0 += 64) {")
+    self.line("const int64_t pj_c1 = pj_c0 + 64 < hi ? pj_c0 + 64 : hi;")
+    self.line(f"const int64_t pj_e0 = pj_c0 * {XLA_WINDOW} - {pad} > 0 ? "
+              f"pj_c0 * {XLA_WINDOW} - {pad} : 0;")
+    self.line(f"const int64_t pj_e1 = pj_c1 * {XLA_WINDOW} - {pad} < {n} ? "
+              f"pj_c1 * {XLA_WINDOW} - {pad} : {n};")
+    srcs, computed = {}, []
+    for m in reds:
+      direct = self._direct_row(m.ins[0], [k], (1,), full)
+      if direct is not None:
+        srcs[m] = (direct, "0")
+      else:
+        b = self.fresh("blk")
+        self.line(f"{L.compute_type(m.ins[0].dtype)} {b}[{blk}];")
+        srcs[m] = (b, "pj_e0")
+        computed.append(m)
+    if computed:
+      self.dimexpr[k] = (f"i{k}", self.depth + 1)
+
+      def body():
+        for m in computed:
+          e, _ = self.value(m.ins[0], full)
+          self.line(f"{srcs[m][0]}[i{k} - pj_e0] = {e};")
+      self._nested([(f"for (int64_t i{k} = pj_e0; i{k} < pj_e1; i{k}++)", [],
+                     "#pragma omp simd")], body)
+    for m, part in zip(reds, parts):
+      b, e0 = srcs[m]
+      self.line(f"{_tree1_helper(m.prim, m.ins[0].dtype)}_win({b}, {e0}, {n}, pj_c0, pj_c1, "
+                f"{part});")
+    self.close()
+    return self.close_all()
 
   def _out_forms(self, m):
     return next(iter(self.g.forms[m]))
@@ -761,7 +997,9 @@ class KernelGen:
       bits = 63 if kt == "int64_t" else 31
       ft = "double" if kt == "int64_t" else "float"
       u = self.fresh("u")
-      self.line(f"{kt} {u}; {{ const {ft} pj_v_ = {e}; memcpy(&{u}, &pj_v_, sizeof({u})); }}")
+      # (a union, not memcpy into the variable: an addressed variable is privatized per
+      # SIMD lane, which stops GCC vectorizing the loop)
+      self.line(f"{kt} {u} = ({{ union {{ {ft} f; {kt} i; }} pj_b_ = {{ .f = {e} }}; pj_b_.i; }});")
       mask = "0x7FFFFFFFFFFFFFFFLL" if kt == "int64_t" else "0x7FFFFFFF"
       self.line(f"{u} ^= (({u} >> {bits}) & {mask});")
       op = ">" if m.prim == "reduce_max" else "<"
@@ -838,6 +1076,10 @@ class KernelGen:
     """Ordered float sums/products over the reduced dimensions ``inner`` of a row: the
     operand is computed into a row buffer by a vectorized loop (or read in place when it is
     a contiguous input row), then reduced in XLA's order by the ``pj_tree_*`` helper."""
+    if self.split is not None:   # the heavy part ran in <name>_win
+      for m in reds:
+        self.line(f"{accs[m]} = {self.split[m]};")
+      return
     ext = [self.shape[k] for k in inner]
     n = math.prod(ext)
     st = _strides(ext)
@@ -881,10 +1123,13 @@ class KernelGen:
       x = m.ins[0]
       if direct_root in self.alias_in:
         self._alias_read(direct_root, None)
-      fast = _tree1_helper(m.prim, x.dtype) if len(inner) == 1 else None
-      if fast:
+      fast = _tree1_helper(m.prim, x.dtype)
+      if fast and len(inner) == 1:
         self.uses_tree1 = True
         self.line(f"{accs[m]} = {fast}({b}, {n});")
+      elif fast and len(inner) <= 8 and ext[-1] > XLA_WINDOW:
+        self.uses_tree1 = True
+        self.line(f"{accs[m]} = {fast.replace('tree1', 'treen')}({b}, {len(inner)}, {dims});")
       else:
         self.line(f"{accs[m]} = {L.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
       if m in computed and type(x) is Value:
