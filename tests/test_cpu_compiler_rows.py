@@ -195,3 +195,11 @@ def test_long_full_max_min():
   for g, w in zip(got, want):
     g = np.asarray(g)
     assert (np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w)), (g, w)
+
+
+@pytest.mark.slow
+def test_sanitizers_rows(tmp_path):
+  """This file's tests with the generated C under AddressSanitizer/UBSan: the tile and
+  window helpers, split rows and row buffers stay in bounds."""
+  import sanitizers
+  sanitizers.run_pytest(tmp_path, __file__, ["-m", "not slow"])
