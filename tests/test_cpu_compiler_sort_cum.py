@@ -63,9 +63,9 @@ def leaves(x):
   return [np.asarray(v) for v in pyjax.tree_util.tree_leaves(x)]
 
 
-def native(f, *args, marker=None, whole_loops=None):
+def native(f, *args, marker=None, whole_loops=None, module="sort_cum.py"):
   """Leaves of ``jit(f)(*args)`` on the native tier; asserts that nothing fell back to a
-  NumPy step and that the generated C contains ``marker`` (a kernel of sort_cum.py)."""
+  NumPy step and that the generated C contains ``marker`` (a kernel of ``module``)."""
   with executable.compile_mode_override("sync"):
     jf = pyjax.jit(lambda *a: f(*a))
     compiled = jf.lower(*args).compile()
@@ -76,7 +76,7 @@ def native(f, *args, marker=None, whole_loops=None):
     if marker is not None:
       text = compiled.as_text()
       for m in ([marker] if isinstance(marker, str) else marker):
-        assert f"pyjax native {m} (sort_cum.py)" in text, m
+        assert f"pyjax native {m} ({module})" in text, m
     if whole_loops is not None:
       assert exe.native.whole is not None
       assert exe.native.native_loops == whole_loops

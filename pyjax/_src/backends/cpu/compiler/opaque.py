@@ -18,7 +18,8 @@ Fusion makes every supported node a group of its own (kind ``"dot"``, like a BLA
 its operands are materialized before it and its outputs after it.  Multi-output nodes are
 allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (sort, top_k,
 cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py``
-(dynamic_slice, dynamic_update_slice, concatenate, stack, split).
+(dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``window_c.py``
+(reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ _REGISTRY = {}
 _MODULES = ["pyjax._src.backends.cpu.compiler.conv",
             "pyjax._src.backends.cpu.compiler.sort_cum",
             "pyjax._src.backends.cpu.compiler.gather_scatter",
-            "pyjax._src.backends.cpu.compiler.slicing_c"]
+            "pyjax._src.backends.cpu.compiler.slicing_c",
+            "pyjax._src.backends.cpu.compiler.window_c"]
 _loaded = False
 
 
