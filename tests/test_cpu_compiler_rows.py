@@ -1,5 +1,5 @@
 """Row kernels: float sums/products in XLA's order through the vectorized 1-D helper
-(``codegen_c.TREE1_SOURCE``), bit for bit against the NumPy tier, and the kernel counts of
+(``tree_c.TREE1_SOURCE``), bit for bit against the NumPy tier, and the kernel counts of
 row-normalizing programs."""
 from __future__ import annotations
 
