@@ -678,21 +678,33 @@ static inline uint16_t pj_f2bf(float f) { uint32_t u; memcpy(&u, &f, 4);
   u += 0x7FFFu + ((u >> 16) & 1u); return (uint16_t)(u >> 16); }
 static inline float pj_rbf(float f) { return pj_bf2f(pj_f2bf(f)); }
 
+/* float16 <-> float32 by integer operations and selects (no branches, no _Float16: GCC
+   vectorizes these; it does not vectorize _Float16 conversions without AVX512-FP16).
+   Round to nearest even; a NaN keeps its sign and the top of its payload and comes out
+   quiet, as the x86 conversion instructions (and XLA) do. */
+static inline uint32_t pj_hf_bits(float f) { union { float f; uint32_t u; } b = { .f = f }; return b.u; }
+static inline float pj_hf_float(uint32_t u) { union { uint32_t u; float f; } b = { .u = u }; return b.f; }
+static inline float pj_h2f(uint16_t h) {
+  const uint32_t s = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7FFFu, o = em << 13;
+  const uint32_t norm = o + ((127u - 15u) << 23);                         /* rebias */
+  const uint32_t sub = pj_hf_bits(pj_hf_float(o + (113u << 23)) - pj_hf_float(113u << 23));
+  const uint32_t r = em > 0x7C00u ? (o | 0x7FC00000u) : em == 0x7C00u ? 0x7F800000u
+                     : em < 0x0400u ? sub : norm;
+  return pj_hf_float(r | s); }
+static inline uint16_t pj_f2h(float x) {
+  const uint32_t u = pj_hf_bits(x), s = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  /* normal: the mantissa rounded to 10 bits (a carry rounds into the exponent, up to inf) */
+  const uint32_t norm = (a - ((127u - 15u) << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13;
+  /* subnormal: adding 0.5 leaves the half's bits, rounded by the FPU, at the bottom */
+  const uint32_t sub = pj_hf_bits(pj_hf_float(a) + 0.5f) - 0x3F000000u;
+  const uint32_t r = a > 0x7F800000u ? (0x7E00u | ((a >> 13) & 0x3FFu))
+                     : a >= 0x47800000u ? 0x7C00u : a < 0x38800000u ? sub : norm;
+  return (uint16_t)(r | s); }
 #ifdef PJ_HAVE_FLOAT16
-static inline float pj_h2f(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
-static inline uint16_t pj_f2h(float x) { _Float16 f = (_Float16)x; uint16_t h;
-  memcpy(&h, &f, 2); return h; }
 static inline uint16_t pj_d2h(double x) { _Float16 f = (_Float16)x; uint16_t h;
   memcpy(&h, &f, 2); return h; }
 #else
-/* portable IEEE half conversions (round to nearest even) */
-static inline float pj_h2f(uint16_t h) {
-  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, u;
-  if (e == 0x1F) u = s | 0x7F800000u | (m << 13);
-  else if (e != 0) u = s | ((e + 112u) << 23) | (m << 13);
-  else if (m == 0) u = s;
-  else { float f = (float)m * 5.9604644775390625e-08f; memcpy(&u, &f, 4); u |= s; }
-  float f; memcpy(&f, &u, 4); return f; }
+/* portable double -> half (round to nearest even) */
 static inline uint16_t pj_d2h(double x) {
   uint64_t u; memcpy(&u, &x, 8);
   uint16_t s = (uint16_t)((u >> 48) & 0x8000u);
@@ -708,9 +720,18 @@ static inline uint16_t pj_d2h(double x) {
   if (rem > halfway || (rem == halfway && (q & 1))) q++;
   uint32_t bits = e >= -14 ? (uint32_t)(((uint32_t)(e + 15) << 10) + (q - 0x400u)) : (uint32_t)q;
   return (uint16_t)(s | bits); }
-static inline uint16_t pj_f2h(float x) { return pj_d2h((double)x); }
 #endif
-static inline float pj_rh(float f) { return pj_h2f(pj_f2h(f)); }
+/* a float rounded to the nearest half (ties to even) and back, without converting: the
+   mantissa rounded to 10 bits in the normal range, to multiples of 2^-24 below it (adding
+   and subtracting 0.5 lets the FPU round), infinity from 65520 on, a NaN quieted with the
+   top of its payload kept -- bit for bit pj_h2f(pj_f2h(f)) */
+static inline float pj_rh(float f) {
+  const uint32_t u = pj_hf_bits(f), s = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+  const uint32_t norm = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
+  const uint32_t sub = pj_hf_bits((pj_hf_float(a) + 0.5f) - 0.5f);
+  const uint32_t r = a > 0x7F800000u ? ((a | 0x00400000u) & 0xFFFFE000u)
+                     : a >= 0x477FF000u ? 0x7F800000u : a < 0x38800000u ? sub : norm;
+  return pj_hf_float(r | s); }
 """
 
 
