@@ -18,7 +18,7 @@ def run(tmp_path, argv, env_extra=None, timeout=3000):
     pytest.skip("no libasan")
   nojax = tmp_path / "nojax" / "jax"
   nojax.mkdir(parents=True)
-  (nojax / "__init__.py").write_text("raise ImportError('jax is hidden under the sanitizers')\n")
+  (nojax / "__init__.py").write_text("raise ModuleNotFoundError('jax is hidden under the sanitizers')\n")
   env = dict(os.environ, PYJAX_CACHE_DIR=str(tmp_path / "cache"),
              PYTHONPATH=os.pathsep.join([str(tmp_path / "nojax"), os.environ.get("PYTHONPATH", "")]),
              PYJAX_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all "
