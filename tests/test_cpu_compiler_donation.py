@@ -251,6 +251,17 @@ def test_programs_with_numpy_steps_donate_into_one_segment():
   want = pyjax.jit(f)(_arr(a), _arr(wn))
   for o, r in zip(out, want):
     np.testing.assert_array_equal(np.asarray(o), np.asarray(r))
+  # a NumPy step after the aliasing segment
+  k = pyjax.jit(lambda w, a: (w * 2.0 + 1.0, jnp.linalg.cholesky(a * 1.0) + 1), donate_argnums=0)
+  exe = k.lower(_arr(wn), _arr(a)).compile().runtime_executable()
+  assert [s.node.prim for s in exe.native.host_steps] == ["cholesky"]
+  assert exe.native.donation == {0: 0}
+  w = _arr(wn)
+  p = _ptr(w)
+  out = k(w, _arr(a))
+  assert _ptr(out[0]) == p
+  np.testing.assert_array_equal(np.asarray(out[0]), wn * 2 + 1)
+  np.testing.assert_allclose(np.asarray(out[1]), np.linalg.cholesky(a) + 1, rtol=1e-4, atol=1e-5)
   # the donated input is the NumPy step's operand: allocated, values intact
   h = pyjax.jit(lambda a, w: (jnp.linalg.cholesky(a) * 2, a + w), donate_argnums=0)
   assert h.lower(_arr(a), _arr(wn)).compile().runtime_executable().native.donation == {}

@@ -215,8 +215,9 @@ def donation_candidates(fusion, steps, pairs):
              None)
     if k is None or (seg is not None and steps[k] is not seg) or x not in steps[k].inputs:
       continue
-    if any(x in _group_reads(fusion, g) for st in steps[k + 1:] for g in st.groups):
-      continue   # (later steps are segments: NumPy steps never read x)
+    if any(x in _group_reads(fusion, g) for st in steps[k + 1:] if isinstance(st, Segment)
+           for g in st.groups):
+      continue   # (NumPy steps never read x: host_reads)
     s = steps[k]
     writer = next((n for n, g in enumerate(s.groups) if v in _group_writes(fusion, g)), None)
     if writer is None:
