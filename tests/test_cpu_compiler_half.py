@@ -13,7 +13,6 @@ import tempfile
 import numpy as np
 import pytest
 
-import pyjax
 import pyjax.numpy as jnp
 from pyjax._src.backends.cpu.compiler import build, lower_c
 from test_cpu_compiler import native, numpy_path
@@ -140,4 +139,3 @@ def test_half_kernels_equal_numpy_tier():
   jax = pytest.importorskip("jax")
   ref = np.asarray(jax.jit(lambda x: x * np.float16(1.1) + np.float16(0.3))(x))
   np.testing.assert_array_equal(np.asarray(got[0]), ref)
-  _ = pyjax

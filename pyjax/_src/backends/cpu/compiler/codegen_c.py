@@ -41,6 +41,11 @@ COL_TILE = 256
 TINY_SIMD = 8                # map loops over fewer elements get no simd pragma
 
 
+def _dims_literal(ext):
+  """A C compound literal of the extents ``ext`` (the ``dims`` argument of the tree helpers)."""
+  return f"(const int64_t[{len(ext)}]){{{', '.join(map(str, ext))}}}"
+
+
 def _strides(shape):
   s, acc = [], 1
   for d in reversed(shape):
@@ -372,7 +377,7 @@ class KernelGen:
       per_unit = XLA_WINDOW
     else:
       units = ext[0]
-      dims = f"(const int64_t[{len(inner)}]){{{', '.join(map(str, ext))}}}"
+      dims = _dims_literal(ext)
       bufs, computed = wg._row_fill(inner, reds)
       parts = [(f"pj_part{i}", L.compute_type(m.ins[0].dtype), n) for i, m in enumerate(computed)]
       bufs.update((m, p) for m, (p, _, _) in zip(computed, parts))
@@ -893,7 +898,7 @@ class KernelGen:
     ext = [self.shape[k] for k in inner]
     n = math.prod(ext)
     st = _strides(ext)
-    dims = f"(const int64_t[{len(inner)}]){{{', '.join(map(str, ext))}}}"
+    dims = _dims_literal(ext)
     bufs = {}
     computed = []
     for m in reds:

@@ -376,12 +376,23 @@ def _reduce_source(node, name):
   L.extend(_loops(g, list(range(g.nd)), inner))
   L.append(f"    {st} *yr = Y + r * {g.outl};")
   L.append(f"    for (int64_t j = 0; j < {g.outl}; j++) yr[j] = {lower_c.store(d, 'acc[j]')};")
-  L.append("  }")
-  L.append("  free(acc);")
-  L.append("}")
-  items = g.rows if g.outl else 0
-  L.extend(_entry(name, node, g, items, g.outl * g.wsize))
+  return _close_rows(L, name, node, g, "acc")
+
+
+def _close_rows(L, name, node, g, scratch):
+  """Close a one-row-per-item range function (its loop over rows and the ``scratch`` row
+  buffer), add the entry that runs it over every output row, and return the C."""
+  L += ["  }", f"  free({scratch});", "}"]
+  L.extend(_entry(name, node, g, g.rows if g.outl else 0, g.outl * g.wsize))
   return "\n".join(L) + "\n"
+
+
+def _selection_scratch(ct, g):
+  """C declaring a row's selection scratch: ``si`` (the selected operand index per output
+  element, -1 for none) and ``sv`` (the selected value); freed by ``free(mem)``."""
+  return [f"  char *mem = (char *)malloc((sizeof({ct}) + 8) * {g.outl});",
+          "  if (!mem) abort();",
+          f"  int64_t *si = (int64_t *)mem; {ct} *sv = ({ct} *)(si + {g.outl});"]
 
 
 def _gather_source(node, name):
@@ -397,20 +408,13 @@ def _gather_source(node, name):
   L.append("  void *const *P = (void *const *)ctx;")
   L.append(f"  const {tu} *restrict T = (const {tu} *)P[0];")
   L.append(f"  {tu} *restrict Y = ({tu} *)P[2];")
-  L.append(f"  char *mem = (char *)malloc((sizeof({ct}) + 8) * {g.outl});")
-  L.append("  if (!mem) abort();")
-  L.append(f"  int64_t *si = (int64_t *)mem; {ct} *sv = ({ct} *)(si + {g.outl});")
+  L.extend(_selection_scratch(ct, g))
   L.append("  for (int64_t r = lo; r < hi; r++) {")
   L.extend(_row_head(g, "    "))
   L.extend(_selection(node, g, d, "    "))
   L.append(f"    {tu} *yr = Y + r * {g.outl};")
   L.append(f"    for (int64_t j = 0; j < {g.outl}; j++) yr[j] = si[j] >= 0 ? T[si[j]] : 0;")
-  L.append("  }")
-  L.append("  free(mem);")
-  L.append("}")
-  items = g.rows if g.outl else 0
-  L.extend(_entry(name, node, g, items, g.outl * g.wsize))
-  return "\n".join(L) + "\n"
+  return _close_rows(L, name, node, g, "mem")
 
 
 def _scatter_source(node, name):
@@ -432,9 +436,7 @@ def _scatter_source(node, name):
   L.append("  void *const *P = (void *const *)ctx;")
   L.append(f"  const {st} *restrict S = (const {st} *)P[0];")
   L.append(f"  {at} *restrict A = ({at} *)P[{3 if half else 2}];")
-  L.append(f"  char *mem = (char *)malloc((sizeof({ct}) + 8) * {g.outl});")
-  L.append("  if (!mem) abort();")
-  L.append(f"  int64_t *si = (int64_t *)mem; {ct} *sv = ({ct} *)(si + {g.outl});")
+  L.extend(_selection_scratch(ct, g))
   L.append("  for (int64_t it = lo; it < hi; it++) {")
   L.extend(_decode([(f"o{k}", g.out[k]) for k in part], "it", "    "))
   # the other leading coordinates, in descending row-major order
