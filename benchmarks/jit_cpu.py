@@ -4,12 +4,12 @@
 
 Every case is timed for each library in turn inside the same round (a busy machine slows
 all of them alike), each after ~0.15 s of untimed calls (``_warm``), for ``--rounds``
-rounds; the table shows the median time per call (µs), pyjax's ratio to JAX, and the geometric mean of the ratios (the issue's target: <= 1.0,
-no case above 2.0).  Every timed call waits for its result (``block_until_ready``).
-pyjax's native executable is built before timing (``exe.wait()``); the first-call table
-times a fresh function's first call instead (trace + the NumPy tier for pyjax, trace +
-XLA compilation for JAX).  ``bandwidth`` measures the machine's copy bandwidth, the bound
-for elementwise kernels.
+rounds; the table shows the median time per call (µs), pyjax's ratio to JAX, and the
+geometric mean of the ratios (the issue's target: <= 1.0, no case above 2.0). Every timed
+call waits for its result (``block_until_ready``). pyjax's native executable is built
+before timing (``exe.wait()``); the first-call table times a fresh function's first call
+instead (trace + the NumPy tier for pyjax, trace + XLA compilation for JAX). ``bandwidth``
+measures the machine's copy bandwidth, the bound for elementwise kernels.
 """
 from __future__ import annotations
 
