@@ -10,11 +10,13 @@ vectorizes it with no function call, on AVX2 as on AVX-512.
 * ``exp``: x = k ln2 + r (Cody-Waite, ln2 in two parts, k from the round-to-integer
   shifter 1.5 * 2^23 / 2^52), expm1(r) = r + r^2 q(r) (float32: a degree-4 minimax q
   weighted for expm1's relative error; float64: Taylor to r^13), the scale 2^k applied as
-  two normal powers of two so subnormal results are rounded once; overflow / underflow
-  thresholds by selects.
+  two steps so subnormal results are rounded once (float32: an exponent-field add, then a
+  multiply); overflow / underflow thresholds by selects, one per statement (GCC turns a
+  nested select into twice the compares and blends).
 * ``exp2``: the same with k = round(x), r = (x - k) ln2.
 * ``expm1``: 2^k (1 + p) - 1 as ``fma(2^k, p, 2^k - 1)``; x = ±0 returns x.
-* ``tanh``: -e / (e + 2) with e = expm1(-2|x|), sign restored with ``copysign``.
+* ``tanh``: -e / (e + 2) with e = expm1(-2|x|) (float32: ln2 in one part, enough here),
+  sign restored with ``copysign``.
 * ``logistic``: 1 / (1 + exp(-x)) (no cancellation: within 2 ulp); 0 where exp(-x)
   overflows, as JAX and NumPy's ``expit`` give.
 * ``log``: x = 2^e m, m in [sqrt(1/2), sqrt(2)) (subnormals prescaled), log m =
@@ -89,52 +91,78 @@ PJ_VM float pj_em1_core_f(float r) {   /* Estrin's scheme: a short dependency ch
   const float b = PJ_FMAF(r2, 0x1.6beb3p-10f, PJ_FMAF(r, 0x1.122cf0p-7f, 0x1.55567ep-5f));
   return PJ_FMAF(r2, PJ_FMAF(r2, b, a), r);
 }
-/* x = k ln2 + r (Cody-Waite, ln2 in two parts); k returned as an integer */
-#define PJ_REDUCE_F(xc, k_, r_) \
-  const float pj_z_ = PJ_FMAF(xc, 1.44269504f, 12582912.0f); \
-  const float pj_kf_ = pj_z_ - 12582912.0f; \
-  const int32_t k_ = (int32_t)(pj_fbits(pj_z_) - 0x4B400000u); \
-  const float r_ = PJ_FMAF(pj_kf_, -1.42860677e-6f, PJ_FMAF(pj_kf_, -0.693145751953125f, xc));
-/* p * 2^k for k in [-152, 129]: two normal scales, so a subnormal result is rounded once
-   (and a NaN p stays NaN) */
-PJ_VM float pj_ldexp2f(float p, int32_t k) {
-  const int32_t k1 = k >> 1, k2 = k - k1;
-  return p * pj_bitsf((uint32_t)(k1 + 127) << 23) * pj_bitsf((uint32_t)(k2 + 127) << 23);
+/* x = k ln2 + r (Cody-Waite, ln2 in two parts); z_ = 1.5 * 2^23 + k (bits 0x4B400000 + k) */
+#define PJ_REDUCE_F(xc, z_, r_) \
+  const float z_ = PJ_FMAF(xc, 1.44269504f, 12582912.0f); \
+  const float r_ = PJ_FMAF(z_ - 12582912.0f, -1.42860677e-6f, \
+                           PJ_FMAF(z_ - 12582912.0f, -0.693145751953125f, xc));
+/* p * 2^k for k in [-152, 129], p in [0.7, 1.5], from z = 1.5 * 2^23 + k (the reduction's
+   shifter sum; its bits are 0x4B400000 + k), in two steps so a subnormal result is rounded
+   once: p 2^(k >> 1) is normal, so it is an integer add to p's exponent field; then a
+   multiply by the normal 2^(k - (k >> 1)).  Both exponents come from z's bits with shifts
+   (0x4B400000 is even, so bits >> 1 is 0x25A00000 + (k >> 1)).  A NaN p does not stay NaN:
+   callers patch NaN inputs. */
+PJ_VM float pj_scalef(float p, float z) {
+  const uint32_t u = pj_fbits(z), h = u >> 1;
+  const float ps1 = pj_bitsf(pj_fbits(p) + (h << 23) - (0x25A00000u << 23));
+  const float s2 = pj_bitsf((u << 23) - (h << 23) + ((127u - 0x4B400000u + 0x25A00000u) << 23));
+  return ps1 * s2;
 }
-/* (the out-of-range selects have constant arms, so a consumer like 1 / (1 + exp(x)) is not
-   duplicated into them by if-conversion) */
+/* 2^k for k in [-126, 127] from z = 1.5 * 2^23 + k */
+PJ_VM float pj_pow2f(float z) {
+  return pj_bitsf((pj_fbits(z) << 23) + ((127u - 0x4B400000u) << 23));
+}
+/* Out-of-range and special inputs are patched by one select per statement, each with a
+   constant (or x) arm: GCC if-converts a nested `a ? c1 : (b ? c2 : res)` into four
+   compares and three blends (NaN-correct negations), a chain of single selects into one
+   compare and one blend each -- about 15% of exp's time. */
 PJ_VM float pj_expf(float x) {
-  PJ_REDUCE_F(x, k, r)
-  const float res = pj_ldexp2f(1.0f + pj_em1_core_f(r), k);
-  return x > 89.0f ? INFINITY : (x < -104.0f ? 0.0f : res);
+  PJ_REDUCE_F(x, z, r)
+  const float res = pj_scalef(1.0f + pj_em1_core_f(r), z);
+  const float lo = x < -104.0f ? 0.0f : res;
+  return x <= 89.0f ? lo : x + INFINITY;          /* inf above 89, NaN for NaN */
 }
 PJ_VM float pj_exp2f(float x) {
   const float z = x + 12582912.0f;
-  const int32_t k = (int32_t)(pj_fbits(z) - 0x4B400000u);
   const float f = x - (z - 12582912.0f);        /* exact, |f| <= 1/2 */
   const float r = PJ_FMAF(f, 0.693147182f, f * -1.90465421e-9f);
-  const float res = pj_ldexp2f(1.0f + pj_em1_core_f(r), k);
-  return x > 129.0f ? INFINITY : (x < -151.0f ? 0.0f : res);
+  const float res = pj_scalef(1.0f + pj_em1_core_f(r), z);
+  const float lo = x < -151.0f ? 0.0f : res;
+  return x <= 129.0f ? lo : x + INFINITY;
 }
-/* expm1 for x <= 0 (no overflow handling); below -30 it is -1 in float (x86: one vmaxps,
-   a NaN stays a NaN) */
-PJ_VM float pj_expm1_neg_f(float x0) {
-  const float x = x0 < -30.0f ? -30.0f : x0;
-  PJ_REDUCE_F(x, k, r)
-  const float t = pj_bitsf((uint32_t)(k + 127) << 23);
-  return PJ_FMAF(t, pj_em1_core_f(r), t - 1.0f);    /* 2^k (1 + p) - 1 */
+/* pj_em1_core_f(2 h) with the powers of two folded into the coefficients (bit for bit the
+   same; the caller saves the multiply by 2) */
+PJ_VM float pj_em1_core_half_f(float h) {
+  const float h2 = h * h;
+  const float a = PJ_FMAF(h, 8.0f * 0x1.5554aap-3f, 4.0f * 0x1.fffffep-2f);
+  const float b = PJ_FMAF(h2, 64.0f * 0x1.6beb3p-10f,
+                          PJ_FMAF(h, 32.0f * 0x1.122cf0p-7f, 16.0f * 0x1.55567ep-5f));
+  return PJ_FMAF(h2, PJ_FMAF(h2, b, a), h + h);
+}
+/* expm1(-2 a) for a = |x| >= 0 (a NaN stays NaN); -1 in float for a > 15.  ln2 in one part
+   (k <= 0): k ln2 is off by |k| 1.9e-9, so 2^k (1 + p) - 1 is off by at most |k| 2^k 1.9e-9
+   <= 1e-9 absolute, a few hundredths of an ulp of the result. */
+PJ_VM float pj_expm1_neg2_f(float a0) {
+  const float na = -(a0 > 15.0f ? 15.0f : a0);
+  const float z = PJ_FMAF(na, 2.0f * 1.44269504f, 12582912.0f);
+  const float h = PJ_FMAF(z - 12582912.0f, -0.5f * 0.693147182f, na);   /* r / 2 */
+  const float t = pj_pow2f(z);
+  return PJ_FMAF(t, pj_em1_core_half_f(h), t - 1.0f);    /* 2^k (1 + p) - 1 */
 }
 PJ_VM float pj_expm1f(float x) {
-  PJ_REDUCE_F(x, k, r)
+  PJ_REDUCE_F(x, z, r)
+  const int32_t k = (int32_t)(pj_fbits(z) - 0x4B400000u);
   const float p = pj_em1_core_f(r);
   const int32_t kk = k > 127 ? 127 : k;           /* 2^128 is not a float */
   const float t = pj_bitsf((uint32_t)(kk + 127) << 23);
   const float res = PJ_FMAF(t, p, t - 1.0f);      /* 2^k (1 + p) - 1 */
-  return x == 0.0f ? x : (x > 89.0f ? INFINITY : (x < -30.0f ? -1.0f :
-                                                  (k > 127 ? res * 2.0f : res)));
+  const float r1 = k > 127 ? res * 2.0f : res;
+  const float r2 = x < -30.0f ? -1.0f : r1;
+  const float r3 = x > 89.0f ? INFINITY : r2;
+  return x == 0.0f ? x : r3;
 }
 PJ_VM float pj_tanhf(float x) {
-  const float em = pj_expm1_neg_f(-2.0f * fabsf(x));   /* in [-1, 0] */
+  const float em = pj_expm1_neg2_f(fabsf(x));   /* expm1(-2|x|), in [-1, 0] */
   return copysignf(-em / (em + 2.0f), x);
 }
 PJ_VM float pj_logisticf(float x) {
@@ -157,13 +185,16 @@ PJ_VM float pj_logf(float x) {
   const float lm = f - (hf - s * (hf + s2 * q));  /* log(m) = f - f^2/2 + s (f^2/2 + R) */
   const float ef = (float)(sub ? e - 23 : e);
   const float res = PJ_FMAF(ef, 0.693145751953125f, PJ_FMAF(ef, 1.42860677e-6f, lm));
-  return (x > 0.0f && x < INFINITY) ? res : (x == 0.0f ? -INFINITY : (x < 0.0f ? NAN : x + x));
+  const float r1 = x < 0.0f ? NAN : res;
+  const float r2 = x == 0.0f ? -INFINITY : r1;
+  return x < INFINITY ? r2 : x + x;              /* +inf, NaN */
 }
 PJ_VM float pj_log1pf(float x) {
   const float u = 1.0f + x;
   const float d = x > 1.0f ? (x - u) + 1.0f : (1.0f - u) + x;   /* (1 + x) - u, exact */
   const float res = pj_logf(u) + d / u;
-  return (x == 0.0f || x == INFINITY) ? x : (x == -1.0f ? -INFINITY : res);
+  const float r1 = x == -1.0f ? -INFINITY : res;
+  return (x == 0.0f || x == INFINITY) ? x : r1;
 }
 /* float64: expm1(r) for |r| <= ln2/2 + a little, Taylor to r^13 (error < 2^-56 relative) */
 PJ_VM double pj_em1_core_d(double r) {
@@ -192,12 +223,14 @@ PJ_VM double pj_ldexp2(double p, int64_t k) {
   return p * pj_bitsd((uint64_t)(k1 + 1023) << 52) * pj_bitsd((uint64_t)(k2 + 1023) << 52);
 }
 PJ_VM double pj_exp(double x) {
-  const double xc = x > 710.0 ? 710.0 : (x < -746.0 ? -746.0 : x);
+  const double x1 = x > 710.0 ? 710.0 : x;
+  const double xc = x1 < -746.0 ? -746.0 : x1;
   PJ_REDUCE_D(xc, k, r)
   return pj_ldexp2(1.0 + pj_em1_core_d(r), k);
 }
 PJ_VM double pj_exp2(double x) {
-  const double xc = x > 1025.0 ? 1025.0 : (x < -1076.0 ? -1076.0 : x);
+  const double x1 = x > 1025.0 ? 1025.0 : x;
+  const double xc = x1 < -1076.0 ? -1076.0 : x1;
   const double z = xc + 6755399441055744.0;
   const int64_t k = (int64_t)(pj_dbits(z) - 0x4338000000000000ull);
   const double f = xc - (z - 6755399441055744.0);
@@ -205,13 +238,15 @@ PJ_VM double pj_exp2(double x) {
   return pj_ldexp2(1.0 + pj_em1_core_d(r), k);
 }
 PJ_VM double pj_expm1(double x) {
-  const double xc = x > 710.0 ? 710.0 : (x < -40.0 ? -40.0 : x);
+  const double x1 = x > 710.0 ? 710.0 : x;
+  const double xc = x1 < -40.0 ? -40.0 : x1;
   PJ_REDUCE_D(xc, k, r)
   const double p = pj_em1_core_d(r);
   const int64_t kk = k > 1023 ? 1023 : k;
   const double t = pj_bitsd((uint64_t)(kk + 1023) << 52);
   const double res = PJ_FMA(t, p, t - 1.0);
-  return x == 0.0 ? x : (k > 1023 ? res * 2.0 : res);
+  const double r1 = k > 1023 ? res * 2.0 : res;
+  return x == 0.0 ? x : r1;
 }
 /* expm1 for x <= 0 (no overflow handling) */
 PJ_VM double pj_expm1_neg(double x) {
@@ -249,12 +284,15 @@ PJ_VM double pj_log(double x) {
   const double lm = f - (hf - s * (hf + s2 * q));
   const double ef = (double)(sub ? e - 54 : e);
   const double res = PJ_FMA(ef, 6.93147180369123816490e-01, PJ_FMA(ef, 1.9082149292705877e-10, lm));
-  return (x > 0.0 && x < INFINITY) ? res : (x == 0.0 ? -INFINITY : (x < 0.0 ? NAN : x + x));
+  const double r1 = x < 0.0 ? NAN : res;
+  const double r2 = x == 0.0 ? -INFINITY : r1;
+  return x < INFINITY ? r2 : x + x;
 }
 PJ_VM double pj_log1p(double x) {
   const double u = 1.0 + x;
   const double d = x > 1.0 ? (x - u) + 1.0 : (1.0 - u) + x;
   const double res = pj_log(u) + d / u;
-  return (x == 0.0 || x == INFINITY) ? x : (x == -1.0 ? -INFINITY : res);
+  const double r1 = x == -1.0 ? -INFINITY : res;
+  return (x == 0.0 || x == INFINITY) ? x : r1;
 }
 """
