@@ -336,3 +336,78 @@ def test_compiled_call_and_callback_calling_jit_inside_async_work():
   assert is_pending(out)
   np.testing.assert_allclose(np.asarray(out), ref + np.asarray(jnp.dot(x, x)) - 1.0,
                              rtol=1e-5, atol=1e-3)
+
+
+def _parked_stream():
+  """A Stream whose worker never starts: its tasks run only when a waiter takes them."""
+  from pyjax._src.runtime import stream
+  s = stream.Stream("test-parked")
+  s._thread = threading.current_thread()    # marks it started; no worker is created
+  with stream._streams_lock:
+    stream._streams.remove(s)                # (synchronize_all must not wait for it)
+  return s
+
+
+def test_waiter_runs_the_next_task_itself_in_order():
+  from pyjax._src.runtime import stream
+  s = _parked_stream()
+  ran = []
+
+  def work(tag):
+    ran.append((tag, threading.current_thread() is threading.main_thread(),
+                stream.in_worker()))
+    return (np.float32(tag),)
+
+  p1, = s.submit(work, [1], 1)
+  p2, = s.submit(work, [2], 1)
+  # the second task's predecessor has not run: a waiter does not take it (with the worker
+  # parked it would wait for ever), so check that from another thread that gives up
+  t = threading.Thread(target=p2.wait, daemon=True)
+  t.start()
+  t.join(0.2)
+  assert t.is_alive() and ran == []
+  assert p1.result() == 1                    # next in line: run here, as on a worker
+  assert p2.result() == 2                    # (the blocked thread does not look again)
+  t.join(5)
+  assert not t.is_alive()
+  assert ran == [(1, True, True), (2, True, True)]
+  assert not stream.in_worker()              # restored after running a task here
+
+
+def test_worker_skips_a_task_a_waiter_took_and_keeps_order():
+  from pyjax._src.runtime import stream
+  s = stream.Stream("test-order")
+  gate = threading.Event()
+  ran = []
+
+  def blocked():
+    gate.wait(5)
+    ran.append("first")
+    return (np.float32(0),)
+
+  def second():
+    ran.append("second")
+    return (np.float32(2),)
+
+  p1, = s.submit(blocked, [], 1)
+  p2, = s.submit(second, [], 1)
+  threading.Timer(0.1, gate.set).start()
+  assert p2.result() == 2                    # waits: its predecessor is still running
+  assert p1.result() == 0 and ran == ["first", "second"]
+  # a task a waiter ran is not run again by the worker
+  p3, = s.submit(lambda: (ran.append("third") or np.float32(3),), [], 1)
+  assert p3.result() == 3
+  s.synchronize()
+  assert ran == ["first", "second", "third"]
+
+
+def test_error_of_work_run_by_a_waiter_raised_at_every_read():
+  s = _parked_stream()
+
+  def bad():
+    raise ValueError("boom in stolen work")
+
+  p, = s.submit(bad, [], 1)
+  for _ in range(2):
+    with pytest.raises(ValueError, match="boom in stolen work"):
+      p.result()

@@ -11,6 +11,13 @@ the worker releases the GIL, so the Python thread that enqueued the work keeps r
 Work submitted from a worker thread itself (a host callback inside asynchronous work that
 calls a jitted function) is never enqueued: the caller runs it synchronously, so a stream
 never waits for itself.  At interpreter exit every stream is drained first.
+
+A thread that waits for a task nobody has started yet, whose predecessor on the stream has
+finished, runs it itself ("help first"): the common ``f(x).block_until_ready()`` then costs
+no thread hand-off in either direction -- on a virtual machine, waking a sleeping thread
+takes tens of microseconds each way.  Each task is claimed once (by the worker or by a
+waiter), and a task runs only after its predecessor has finished, so work still runs in
+enqueue order.
 """
 from __future__ import annotations
 
@@ -24,25 +31,47 @@ _allocate_lock = threading.Lock
 
 
 class Task:
-  """One piece of enqueued work; ``lock`` is held until it is done."""
-  __slots__ = ("fn", "args", "lock", "done", "values", "error", "tb", "__weakref__")
+  """One piece of enqueued work; ``lock`` is held until it is done, ``claim`` by whoever
+  runs it; ``prev`` is a weak reference to the task enqueued before it (or None)."""
+  __slots__ = ("fn", "args", "lock", "claim", "prev", "done", "values", "error", "tb",
+               "__weakref__")
 
   def __init__(self, fn, args):
     self.fn = fn
     self.args = args
     self.lock = _allocate_lock()
     self.lock.acquire()
+    self.claim = _allocate_lock()
+    self.prev = None
     self.done = False
     self.values = None
     self.error = None
     self.tb = None
 
   def wait(self):
-    """Wait until the work has run (no exception here; see ``result``)."""
+    """Wait until the work has run (no exception here; see ``result``); runs it here when
+    it is next in line and nobody has started it."""
     if not self.done:
+      if self._prev_done() and self.claim.acquire(False):
+        self._run_here()
+        return
       lock = self.lock
       lock.acquire()
       lock.release()
+
+  def _prev_done(self):
+    p = self.prev
+    p = p and p()
+    return p is None or p.done
+
+  def _run_here(self):
+    # as on a worker: work this task submits runs synchronously (see in_worker)
+    was = getattr(_tls, "worker", False)
+    _tls.worker = True
+    try:
+      self.run()
+    finally:
+      _tls.worker = was
 
   def run(self):
     try:
@@ -56,7 +85,7 @@ class Task:
       self.error = e
       self.tb = e.__traceback__
     finally:
-      self.fn = self.args = None     # drop the inputs as soon as the work has run
+      self.fn = self.args = self.prev = None     # drop the inputs once the work has run
       self.done = True
       self.lock.release()
 
@@ -106,6 +135,7 @@ class Stream:
     self._thread = None
     self._last = None
     self._start_lock = threading.Lock()
+    self._submit_lock = threading.Lock()
     with _streams_lock:
       _streams.append(self)
 
@@ -123,10 +153,12 @@ class Stream:
     task = Task(fn, bufs)
     if self._thread is None:
       self._start()
-    self._q.put(task)
-    # a weak reference: the stream must not keep a finished task's outputs alive (a dead
-    # task has run: the queue and the worker hold it until then)
-    self._last = weakref.ref(task)
+    with self._submit_lock:
+      # weak references: the stream must not keep a finished task's outputs alive (a dead
+      # task has run: the queue, the worker or a waiter running it hold it until then)
+      task.prev = self._last
+      self._q.put(task)
+      self._last = weakref.ref(task)
     return [PendingBuffer(task, i) for i in range(nout)]
 
   def idle(self):
@@ -144,7 +176,13 @@ class Stream:
     get = self._q.get
     while True:
       task = get()
-      task.run()
+      if task.claim.acquire(False):     # else a waiter runs it
+        p = task.prev
+        p = p and p()
+        if p is not None:               # (run by a waiter, perhaps still running)
+          p.wait()
+          del p
+        task.run()
       del task
 
 
@@ -169,6 +207,7 @@ def _after_fork_in_child():
     s._thread = None
     s._last = None
     s._start_lock = threading.Lock()
+    s._submit_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
