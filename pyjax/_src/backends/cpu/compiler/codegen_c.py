@@ -394,13 +394,13 @@ class KernelGen:
     src.append(f"static void {self.name}(void *const *P) {{")
     src.append(f"  void *Q[{len(parts) + len(self.params)}];")
     for i, (p, ct, size) in enumerate(parts):
-      src.append(f"  Q[{i}] = malloc(sizeof({ct}) * {size});")
+      src.append(f"  Q[{i}] = pj_scratch(sizeof({ct}) * {size});")
     src.append(f"  for (int i = 0; i < {len(self.params)}; i++) Q[{len(parts)} + i] = P[i];")
     src.append(f"  if (pj_parallel_for) pj_parallel_for({self.name}_win, (void *)Q, {units}, "
                f"{grain});")
     src.append(f"  else {self.name}_win((void *)Q, 0, {units});")
     src.append(f"  {self.name}_range((void *)Q, 0, 1);")
-    src.append(f"  for (int i = 0; i < {len(parts)}; i++) free(Q[i]);")
+    src.append(f"  for (int i = 0; i < {len(parts)}; i++) pj_unscratch(Q[i]);")
     src.append("}")
     return "\n".join(src) + "\n"
 
@@ -671,7 +671,7 @@ class KernelGen:
       forms = self._out_forms(m)
       self.store(v, forms, self.value(v, forms))
     for b in self.heap_rows:
-      self.line(f"free({b});")
+      self.line(f"pj_unscratch({b});")
     self.close()
     return self.close_all()
 
@@ -913,7 +913,7 @@ class KernelGen:
         self.line(f"{ct} {b}[{n}];")
         bufs[m] = (b, None)
       else:
-        self.line(f"{ct} *{b} = ({ct} *)malloc(sizeof({ct}) * {n});")
+        self.line(f"{ct} *{b} = ({ct} *)pj_scratch(sizeof({ct}) * {n});")
         bufs[m] = (b, None)
         self.heap_rows.append(b)
       computed.append(m)

@@ -752,7 +752,7 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
   for (int k = 0; k < nd; k++) {                                                           \
     w[k] = dims[k] > 32 ? 32 : dims[k]; g[k] = (dims[k] + w[k] - 1) / w[k];               \
     p[k] = (g[k] * w[k] - dims[k]) / 2; ng *= g[k]; }                                      \
-  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)malloc(sizeof(T) * (size_t)ng);  \
+  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)ng);  \
   if (nd == 1) {                                                                           \
     const int64_t d = dims[0], pd = p[0], gn = g[0];                                      \
     int64_t glo = pd > 0 ? 1 : 0, gend = (d + pd) / 32, c = 0;                            \
@@ -790,7 +790,7 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
       part[cell] = a; }                                                                    \
   }                                                                                        \
   T r = NAME(part, nd, g);                                                                 \
-  if (part != stackbuf) free(part);                                                        \
+  if (part != stackbuf) pj_unscratch(part);                                                       \
   return r; }
 #define PJ_ADD(a, b) ((a) + (b))
 #define PJ_MUL(a, b) ((a) * (b))
@@ -821,6 +821,21 @@ _MVEC = ["exp", "log", "sin", "cos", "tan", "exp2", "expm1", "log1p", "tanh", "a
 _MVEC2 = ["pow", "atan2"]
 
 
+# kernels' temporary memory: the runtime's per-thread scratch (runtime.py; the pointers
+# are set when an executable is instantiated), else malloc
+_SCRATCH = r"""typedef void *(*pj_scratch_alloc_t)(size_t);
+typedef void (*pj_scratch_free_t)(void *);
+static pj_scratch_alloc_t pj_scratch_alloc;
+static pj_scratch_free_t pj_scratch_free;
+static inline void *pj_scratch(size_t n) {
+  return pj_scratch_alloc ? pj_scratch_alloc(n) : malloc(n);
+}
+static inline void pj_unscratch(void *p) {
+  if (pj_scratch_free) pj_scratch_free(p); else free(p);
+}
+"""
+
+
 def prelude(have_float16=True, mvec=True):
   """The C text every translation unit starts with."""
   lines = ["#define _GNU_SOURCE 1", "#include <stdint.h>", "#include <stddef.h>",
@@ -836,5 +851,5 @@ def prelude(have_float16=True, mvec=True):
     for f in _MVEC2:
       for suf, t in (("f", "float"), ("", "double")):
         lines.append(f"#pragma omp declare simd notinbranch\nextern {t} {f}{suf}({t}, {t});")
-  return ("\n".join(lines) + "\n" + _INT_HELPERS + _FLOAT_HELPERS + vmath.prelude_defines(mvec)
+  return ("\n".join(lines) + "\n" + _SCRATCH + _INT_HELPERS + _FLOAT_HELPERS + vmath.prelude_defines(mvec)
           + vmath.SOURCE + _TREE_HELPERS)

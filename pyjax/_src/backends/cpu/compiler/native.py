@@ -117,6 +117,7 @@ def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
   make.argtypes = [ctypes_int(), ctypes_py_object()]
   blas = dot.blas_pointers()
   par = runtime.parallel_for_address(toolchain)
+  scratch = runtime.scratch_addresses(toolchain)
   in_dtypes = [np.dtype(d) for d in in_dtypes]
 
   def normalize(x, i, _d=in_dtypes):
@@ -126,7 +127,8 @@ def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
           tuple(int(d.num) for d in in_dtypes),
           tuple((tuple(s), np.dtype(d)) for s, d in out_specs),
           tuple(np.require(c, requirements=["C", "A"]) for c in consts),
-          tuple(int(p) for p in blas + dot.blas_thread_control()), int(par))
+          tuple(int(p) for p in blas + dot.blas_thread_control()), int(par),
+          *(int(a) for a in scratch))
   return make(index, spec)
 
 

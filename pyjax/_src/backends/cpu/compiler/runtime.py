@@ -1,4 +1,5 @@
-"""The native runtime shared by every executable: a small work-sharing thread pool.
+"""The native runtime shared by every executable: a small work-sharing thread pool and
+per-thread scratch memory.
 
 ``pj_parallel_for(fn, ctx, n, grain)`` runs ``fn(ctx, lo, hi)`` over ``[0, n)`` in chunks
 (about four per thread, each at least ``grain``; a negative grain asks for one chunk per
@@ -11,8 +12,12 @@ start fast), then sleep on a condition variable.  Only one parallel loop runs at
 second caller (another Python thread with the GIL released) runs its loop on its own
 thread instead of waiting.
 
+``pj_scratch_alloc(n)`` / ``pj_scratch_free(p)`` hand kernels temporary memory from a
+buffer each thread keeps between calls (see the C comment), so a steady-state call
+allocates only its outputs.
+
 The library is compiled once per toolchain (and cached on disk like kernels); each
-executable receives ``pj_parallel_for``'s address when it is instantiated.
+executable receives these functions' addresses when it is instantiated.
 ``PYJAX_NUM_THREADS`` sets the pool size (default: the CPUs this process may use).
 """
 from __future__ import annotations
@@ -159,6 +164,72 @@ void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
 }
 
 int pj_runtime_threads(void) { return pj_nthreads; }
+
+/* Per-thread scratch memory for kernels (row buffers, partial sums, sort keys): blocks cut
+   from one buffer per thread that is kept between calls, so a steady-state call does not
+   allocate.  Blocks are 64-byte aligned, each behind a 64-byte header (the previous block's
+   offset, and whether it was freed); freeing the topmost block pops it and every freed
+   block below it, so frees in any order are fine.  A block that does not fit is
+   malloc'ed and freed on its own; the thread's high-water mark is remembered and the
+   buffer regrown to it once nothing is cut from it (up to PJ_SCRATCH_KEEP: larger
+   scratch is allocated per call). */
+#define PJ_SCRATCH_KEEP ((size_t)64 << 20)
+#define PJ_SCRATCH_NONE ((size_t)-1)
+typedef struct { size_t prev, freed, heap, pad[5]; } pj_scratch_hdr;
+typedef struct { char *base; size_t cap, top, last, live, want; } pj_scratch_t;
+static __thread pj_scratch_t pj_scr = {0, 0, 0, PJ_SCRATCH_NONE, 0, 0};
+/* statistics: blocks handed out; buffers (re)allocated and blocks malloc'ed */
+static int64_t pj_scratch_blocks = 0, pj_scratch_mallocs = 0;
+void pj_scratch_stats(int64_t *out) {
+  out[0] = __atomic_load_n(&pj_scratch_blocks, __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&pj_scratch_mallocs, __ATOMIC_RELAXED);
+}
+
+void *pj_scratch_alloc(size_t n) {
+  pj_scratch_t *S = &pj_scr;
+  if (n > ((size_t)1 << 60)) return NULL;
+  __atomic_fetch_add(&pj_scratch_blocks, 1, __ATOMIC_RELAXED);
+  const size_t need = ((n + 63) & ~(size_t)63) + sizeof(pj_scratch_hdr);
+  S->live += need;
+  if (S->live > S->want) S->want = S->live;
+  if (S->top == 0 && S->want > S->cap && S->want <= PJ_SCRATCH_KEEP) {
+    free(S->base);
+    size_t cap = (S->want + S->want / 2 + 63) & ~(size_t)63;
+    if (cap > PJ_SCRATCH_KEEP) cap = PJ_SCRATCH_KEEP;
+    S->base = (char *)aligned_alloc(64, cap);
+    S->cap = S->base ? cap : 0;
+    __atomic_fetch_add(&pj_scratch_mallocs, 1, __ATOMIC_RELAXED);
+  }
+  pj_scratch_hdr *h;
+  if (S->base && need <= S->cap - S->top) {
+    h = (pj_scratch_hdr *)(S->base + S->top);
+    h->prev = S->last; h->heap = 0;
+    S->last = S->top;
+    S->top += need;
+  } else {
+    h = (pj_scratch_hdr *)aligned_alloc(64, need);
+    if (!h) { S->live -= need; return NULL; }
+    __atomic_fetch_add(&pj_scratch_mallocs, 1, __ATOMIC_RELAXED);
+    h->prev = need; h->heap = 1;
+  }
+  h->freed = 0;
+  return (void *)(h + 1);
+}
+
+void pj_scratch_free(void *q) {
+  if (!q) return;
+  pj_scratch_t *S = &pj_scr;
+  pj_scratch_hdr *h = (pj_scratch_hdr *)q - 1;
+  if (h->heap) { S->live -= h->prev; free(h); return; }
+  h->freed = 1;
+  while (S->last != PJ_SCRATCH_NONE) {
+    pj_scratch_hdr *t = (pj_scratch_hdr *)(S->base + S->last);
+    if (!t->freed) break;
+    S->live -= S->top - S->last;
+    S->top = S->last;
+    S->last = t->prev;
+  }
+}
 """
 
 _lib = None
@@ -201,6 +272,27 @@ def parallel_for_address(toolchain):
   if lib is None:
     return 0
   return ctypes.cast(lib.pj_parallel_for, ctypes.c_void_p).value or 0
+
+
+def scratch_addresses(toolchain):
+  """(pj_scratch_alloc, pj_scratch_free) addresses, or (0, 0) without the runtime -- and
+  under a sanitizer build, so that each block is its own malloc the sanitizer can guard."""
+  lib = load(toolchain)
+  if lib is None or any(f.startswith("-fsanitize") for f in toolchain.cflags):
+    return 0, 0
+  return tuple(ctypes.cast(getattr(lib, f), ctypes.c_void_p).value or 0
+               for f in ("pj_scratch_alloc", "pj_scratch_free"))
+
+
+def scratch_stats(toolchain):
+  """(blocks handed out, times memory came from malloc: a buffer grown or a block that did
+  not fit), over all threads so far; the second is constant over steady-state calls."""
+  lib = load(toolchain)
+  if lib is None:
+    return 0, 0
+  out = (ctypes.c_int64 * 2)()
+  lib.pj_scratch_stats(out)
+  return out[0], out[1]
 
 
 def threads(toolchain):

@@ -280,7 +280,7 @@ def _sort_source(node, name):
   L.append("  void *const *P = (void *const *)ctx;")
   L.append(f"  const int64_t n = {n}, klen = {klen};")
   maxsz = max([v.dtype.itemsize for v in ins] + [4])
-  L.append(f"  char *mem = (char *)malloc(sizeof({etype}) * {2 * T} * (size_t)n + "
+  L.append(f"  char *mem = (char *)pj_scratch(sizeof({etype}) * {2 * T} * (size_t)n + "
            f"{maxsz * T} * (size_t)n"
            + "".join(f" + {d.itemsize * T} * (size_t)n + 8" for d in keys if mode == "multi")
            + " + 64);")
@@ -361,7 +361,7 @@ def _sort_source(node, name):
     L.append(f"      for (int64_t k = 0; k < klen; k++) ix[k * {inner} + t] = "
              f"(int32_t){name}_IDX(s[t][k]);")
   L.append("  }")
-  L.append("  free(mem);")
+  L.append("  pj_unscratch(mem);")
   L.append("}")
   per = max(T * n * max(n, 2).bit_length(), 1)
   grain = max(1, 65536 // per)
@@ -378,12 +378,12 @@ def _sort_source(node, name):
     L.append(f"  for (int u = 1; u < {nops}; u++)")
     L.append("    for (int t = 0; t < u; t++)")
     L.append(f"      if (P0[{len(ins)} + t] == P0[u] && !own[u]) {{")
-    L.append("        own[u] = malloc(nb[u]); if (!own[u]) abort();")
+    L.append("        own[u] = pj_scratch(nb[u]); if (!own[u]) abort();")
     L.append("        memcpy(own[u], P0[u], nb[u]); P[u] = own[u]; }")
   L.append(f"  if (pj_parallel_for && {items} > {grain}) "
            f"pj_parallel_for({name}_range, (void *)P, {items}, {grain});")
   L.append(f"  else {name}_range((void *)P, 0, {items});")
-  L.append(f"  for (int u = 0; u < {len(ins)}; u++) free(own[u]);")
+  L.append(f"  for (int u = 0; u < {len(ins)}; u++) pj_unscratch(own[u]);")
   L.append("}")
   for m in ("LESS", "IDX") + (("KEY",) if mode != "multi" else ()):
     L.append(f"#undef {name}_{m}")

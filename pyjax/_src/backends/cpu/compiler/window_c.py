@@ -336,7 +336,7 @@ def _entry(name, node, g, nitems, per_item, extra_pre=(), extra_post=(), ctx="P"
   sizes = [v.size * v.dtype.itemsize for v in node.ins]
   for i, nb in enumerate(sizes):
     if nb:
-      L.append(f"  if (P0[{i}] == P0[{nin}]) {{ own[{i}] = malloc({nb}); if (!own[{i}]) abort(); "
+      L.append(f"  if (P0[{i}] == P0[{nin}]) {{ own[{i}] = pj_scratch({nb}); if (!own[{i}]) abort(); "
                f"memcpy(own[{i}], P0[{i}], {nb}); P[{i}] = own[{i}]; }}")
   L.extend(extra_pre)
   grain = max(1, _GRAIN_WORK // max(per_item, 1))
@@ -345,7 +345,7 @@ def _entry(name, node, g, nitems, per_item, extra_pre=(), extra_post=(), ctx="P"
              f"pj_parallel_for({name}_range, (void *){ctx}, {nitems}, {grain});")
     L.append(f"  else {name}_range((void *){ctx}, 0, {nitems});")
   L.extend(extra_post)
-  L.append(f"  for (int i = 0; i < {nin}; i++) free(own[i]);")
+  L.append(f"  for (int i = 0; i < {nin}; i++) pj_unscratch(own[i]);")
   L.append("}")
   return L
 
@@ -360,7 +360,7 @@ def _reduce_source(node, name):
   L.append("  void *const *P = (void *const *)ctx;")
   L.append(f"  const {st} *restrict X = (const {st} *)P[0];")
   L.append(f"  {st} *restrict Y = ({st} *)P[1];")
-  L.append(f"  {ct} *acc = ({ct} *)malloc(sizeof({ct}) * {g.outl});")
+  L.append(f"  {ct} *acc = ({ct} *)pj_scratch(sizeof({ct}) * {g.outl});")
   L.append("  if (!acc) abort();")
   L.append("  for (int64_t r = lo; r < hi; r++) {")
   L.extend(_row_head(g, "    "))
@@ -382,15 +382,15 @@ def _reduce_source(node, name):
 def _close_rows(L, name, node, g, scratch):
   """Close a one-row-per-item range function (its loop over rows and the ``scratch`` row
   buffer), add the entry that runs it over every output row, and return the C."""
-  L += ["  }", f"  free({scratch});", "}"]
+  L += ["  }", f"  pj_unscratch({scratch});", "}"]
   L.extend(_entry(name, node, g, g.rows if g.outl else 0, g.outl * g.wsize))
   return "\n".join(L) + "\n"
 
 
 def _selection_scratch(ct, g):
   """C declaring a row's selection scratch: ``si`` (the selected operand index per output
-  element, -1 for none) and ``sv`` (the selected value); freed by ``free(mem)``."""
-  return [f"  char *mem = (char *)malloc((sizeof({ct}) + 8) * {g.outl});",
+  element, -1 for none) and ``sv`` (the selected value); freed by ``pj_unscratch(mem)``."""
+  return [f"  char *mem = (char *)pj_scratch((sizeof({ct}) + 8) * {g.outl});",
           "  if (!mem) abort();",
           f"  int64_t *si = (int64_t *)mem; {ct} *sv = ({ct} *)(si + {g.outl});"]
 
@@ -455,17 +455,17 @@ def _scatter_source(node, name):
   L.append(f"      if (si[j] >= 0) {upd}")
   L.append("    }")
   L.append("  }")
-  L.append("  free(mem);")
+  L.append("  pj_unscratch(mem);")
   L.append("}")
   nbytes = n_elems * d.itemsize
   pre, post = [], []
   if half:
-    pre.append(f"  float *F = (float *)calloc({max(n_elems, 1)}, sizeof(float));")
-    pre.append("  if (!F) abort();")
+    pre.append(f"  float *F = (float *)pj_scratch({max(n_elems, 1)} * sizeof(float));")
+    pre.append(f"  if (!F) abort();\n  memset(F, 0, {max(n_elems, 1)} * sizeof(float));")
     pre.append("  P[3] = (void *)F;")
     post.append(f"  {{ {st} *Y = ({st} *)P[2];")
     post.append(f"    for (int64_t i = 0; i < {n_elems}; i++) Y[i] = {lower_c.store(d, 'F[i]')}; }}")
-    post.append("  free(F);")
+    post.append("  pj_unscratch(F);")
   elif nbytes:
     pre.append(f"  memset(P[2], 0, {nbytes});")
   L.extend(_entry(name, node, g, items, per_item * g.outl * g.wsize, pre, post))
