@@ -267,3 +267,83 @@ def test_programs_with_numpy_steps_donate_into_one_segment():
   assert h.lower(_arr(a), _arr(wn)).compile().runtime_executable().native.donation == {}
   out = h(_arr(a), _arr(wn))
   np.testing.assert_allclose(np.asarray(out[1]), a + wn, rtol=1e-6)
+
+
+def _whole(f, *args):
+  exe = f.lower(*args).compile().runtime_executable()
+  assert exe.tier == "native" and exe.native.whole is not None
+  return exe.native
+
+
+def test_whole_program_loops_donate_their_carries():
+  """A program whose loops run in C (one native call): a donated input that is only a
+  loop's initial carry is read before the first iteration, so the loop's result takes its
+  buffer -- for fori_loop (while) and scan, with work before and after the loop."""
+  def train(w, x):
+    def body(i, w):
+      return w - 0.01 * jnp.tanh(w * x + i)
+    return pyjax.lax.fori_loop(0, 20, body, w * 1.0)
+
+  def scanned(c, xs):
+    c2, ys = pyjax.lax.scan(lambda c, x: (c * 0.5 + x, c + x), c, xs)
+    return c2 + 1, ys
+
+  wn, xn = _data(20), _data(21)
+  cn, xsn = _data(22, (4096,)), _data(23, (8, 4096))
+  for f, args, want_pairs in ((train, (wn, xn), {0: 0}), (scanned, (cn, xsn), {0: 0})):
+    jf = pyjax.jit(f, donate_argnums=0)
+    plain = pyjax.jit(f)
+    a = [_arr(v) for v in args]
+    assert _whole(jf, *a).donation == want_pairs
+    p = _ptr(a[0])
+    ref = plain(*[_arr(v) for v in args])
+    out = jf(*a)
+    first = out if not isinstance(out, tuple) else out[0]
+    assert _ptr(first) == p and a[0].is_deleted()
+    for g, w in zip(pyjax.tree.leaves(out), pyjax.tree.leaves(ref)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_whole_program_inputs_read_later_are_not_donated():
+  """The input is read every iteration (a loop constant or a scanned xs), or after the
+  loop, or is itself an output: its buffer must not take the result."""
+  def const_in_body(w, x):
+    return pyjax.lax.fori_loop(0, 5, lambda i, c: c + w * 0.5, x), x
+
+  def read_after(w, x):
+    out = pyjax.lax.fori_loop(0, 5, lambda i, c: c * 0.9 + x, w)
+    return out + w.sum()
+
+  def xs_to_ys(c, xs):
+    return pyjax.lax.scan(lambda c, x: (c + x.sum(), x[::-1] * 2), c, xs)[1]
+
+  def passthrough(w, x):
+    return pyjax.lax.fori_loop(0, 3, lambda i, c: c + 1, x), w
+
+  wn, xn = _data(30, (2048,)), _data(31, (2048,))
+  cases = [(const_in_body, (wn, xn)), (read_after, (wn, xn)),
+           (xs_to_ys, (np.float32(0), _data(32, (6, 2048)))), (passthrough, (wn, xn))]
+  for f, args in cases:
+    donate = 1 if f is xs_to_ys else 0
+    jf = pyjax.jit(f, donate_argnums=donate)
+    a = [_arr(v) for v in args]
+    assert _whole(jf, *a).donation == {}, f.__name__
+    ref = pyjax.jit(f)(*[_arr(v) for v in args])
+    out = jf(*a)
+    for g, w in zip(pyjax.tree.leaves(out), pyjax.tree.leaves(ref)):
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_whole_program_loop_of_donating_calls():
+  """A jitted training loop called repeatedly on its own result keeps one buffer."""
+  f = pyjax.jit(lambda w: pyjax.lax.fori_loop(0, 4, lambda i, w: w * 0.5 + 1.0, w),
+                donate_argnums=0)
+  g = pyjax.jit(lambda w: pyjax.lax.fori_loop(0, 4, lambda i, w: w * 0.5 + 1.0, w))
+  wn = _data(40)
+  w, ref = _arr(wn), _arr(wn)
+  p = _ptr(w)
+  for _ in range(5):
+    w = f(w)
+    ref = g(ref)
+  assert _ptr(w) == p
+  np.testing.assert_array_equal(np.asarray(w), np.asarray(ref))

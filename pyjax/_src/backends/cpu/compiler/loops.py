@@ -395,14 +395,15 @@ def _emit_cond(tu, node):
 
 
 # --- translation units -------------------------------------------------------------------
-def _entry_source(tu, fn, in_specs, out_specs):
-  """The whole translation unit: prelude, the parts, one entry (segment 0) running ``fn``."""
+def _entry_source(tu, fn, in_specs, out_specs, aliases=None):
+  """The whole translation unit: prelude, the parts, one entry (segment 0) running ``fn``
+  (``aliases``: {output j: donated input i}, see ``cmodule.entry_c``)."""
   tc = tu.toolchain
   nin, nout, ncon = len(in_specs), len(out_specs), len(tu.consts)
   run = (f"void pyjax_run_0(void **B, char *A) {{\n"
          f"  {fn.name}(B, B + {nin}, B + {nin + nout}, A);\n}}\n")
   head = cmodule.unit_head(tc.float16, tc.mvec)
-  entry = cmodule.entry_c(0, in_specs, nout, ncon, fn.arena_size, heavy=True)
+  entry = cmodule.entry_c(0, in_specs, nout, ncon, fn.arena_size, heavy=True, aliases=aliases)
   tail = cmodule.unit_tail([fn.arena_size])
   return "\n".join([head] + tu.parts + [run, entry, tail])
 
@@ -420,6 +421,7 @@ class LoopUnit:
     self.n_kernels = n_kernels
     self.n_loops = n_loops
     self.n_conds = n_conds
+    self.donation = {}       # {donated input i: output j that may take its buffer}
     self.fn = None
 
   def build(self, toolchain, stats=None):
@@ -434,16 +436,84 @@ def _spec(x):
   return (tuple(int(d) for d in x.shape), np.dtype(x.dtype))
 
 
-def whole_program(program, fu, steps, toolchain):
-  """A LoopUnit running the whole program (which must contain control flow) in one call."""
+def whole_program(program, fu, steps, toolchain, donate=()):
+  """A LoopUnit running the whole program (which must contain control flow) in one call;
+  its ``donation`` ({input i: output j}) lists the donated inputs (``donate``: candidate
+  (input, output) pairs) whose buffer output j may take (``donation_pairs``)."""
   check_native(steps)
   tu = TU(toolchain)
   fn = emit_steps(tu, program, fu, steps)
   in_specs = [_spec(v) for v in program.inputs]
   out_specs = [_spec(x) for x in program.outputs]
-  src = _entry_source(tu, fn, in_specs, out_specs)
-  return LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels, tu.n_loops,
-                  tu.n_conds)
+  donation = donation_pairs(program, fu, steps, donate)
+  src = _entry_source(tu, fn, in_specs, out_specs, {j: i for i, j in donation.items()})
+  unit = LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels,
+                  tu.n_loops, tu.n_conds)
+  unit.donation = donation
+  return unit
+
+
+def _step_reads(fu, step):
+  """The storage roots a step of ``emit_steps`` reads, with, for a loop, whether each is
+  read only when the loop starts (a carry's initial value: copied into the loop's own
+  buffers before the first iteration) -- {root: only at the start}."""
+  if isinstance(step, plan.Segment):
+    return {plan.root(fu, v): False for v in step.inputs}
+  if step.group.kind == "view":
+    return {}
+  node = step.node
+  p = node.params
+  carry = range(0)
+  if node.prim == "scan":
+    carry = range(int(p["num_consts"]), int(p["num_consts"]) + int(p["num_carry"]))
+  elif node.prim == "while":
+    carry = range(int(p["cond_nconsts"]) + int(p["body_nconsts"]), len(node.ins))
+  reads = {}
+  for k, x in enumerate(node.ins):
+    if type(x) is Value:
+      r = plan.root(fu, x)
+      reads[r] = reads.get(r, True) and k in carry
+  return reads
+
+
+def donation_pairs(program, fu, steps, pairs):
+  """The (input i, output j) pairs of ``pairs`` (equal shape and dtype) for which
+  ``emit_steps``'s function may be called with ``Out[j] == In[i]``: output j is written by
+  its producing step (the first output holding that value) and the input is not read
+  after that step starts -- or, when that step is a ``scan``/``while``, the input is only
+  one of its carries' initial values (read before the first iteration; the loop writes
+  its outputs after).  The input must not be (a view of) an output.  {i: j}."""
+  outs = program.outputs
+  out_roots = {plan.root(fu, x) for x in outs if type(x) is Value}
+  reads = [_step_reads(fu, st) for st in steps]
+  producer = {}
+  for k, st in enumerate(steps):
+    if isinstance(st, plan.Segment):
+      producer.update((v, k) for v in st.outputs)
+    elif st.group.kind != "view":
+      producer.update((o, k) for o in st.node.outs)
+  owner = {}
+  for j, x in enumerate(outs):
+    if type(x) is Value:
+      owner.setdefault(plan.root(fu, x), j)
+  found, used = {}, set()
+  for i, j in pairs:
+    if i in found or j in used or i >= len(program.inputs) or j >= len(outs):
+      continue
+    x, v = program.inputs[i], outs[j]
+    if type(v) is not Value or x in out_roots or x.shape != v.shape or x.dtype != v.dtype:
+      continue
+    r = plan.root(fu, v)
+    if owner.get(r) != j or r not in producer:
+      continue
+    k = producer[r]
+    if any(x in reads[t] for t in range(k + 1, len(steps))):
+      continue
+    if x in reads[k] and not (reads[k][x] and steps[k].node.prim in LOOP_PRIMS):
+      continue
+    found[i] = j
+    used.add(j)
+  return found
 
 
 def loop_unit(node, toolchain):

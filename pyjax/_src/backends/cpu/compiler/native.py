@@ -170,12 +170,13 @@ def lower(closed, name="jaxpr", donate=()):
   has_loop = any(isinstance(s, plan.HostStep) and s.node.prim in loops.CONTROL_PRIMS for s in steps)
   if has_loop and loops_enabled():
     try:
-      unit = loops.whole_program(program, fu, steps, tc)
+      unit = loops.whole_program(program, fu, steps, tc, donate)
     except loops.NotNative:
       unit = None
     if unit is not None:
       prog = NativeProgram(name, program, fu, steps, unit.source, unit.n_kernels, tc)
       prog.whole = unit
+      prog.donation = dict(unit.donation)
       return prog
   if not segs and not any(isinstance(s, plan.HostStep) and s.node.prim in control.RUNNERS
                           for s in steps):
