@@ -7,6 +7,7 @@ import functools
 import glob
 import os
 import pickle
+import re
 import sys
 from collections import OrderedDict, defaultdict, namedtuple
 
@@ -233,7 +234,12 @@ TREES = [
 ]
 
 
-@pytest.mark.parametrize("tree", TREES, ids=lambda t: repr(t)[:40])
+def _id(t, n):
+  """A test id from ``repr(t)`` without object addresses (the same in every process)."""
+  return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(t))[:n]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda t: _id(t, 40))
 def test_flatten_matches_jax(jtu, tree):
   leaves, td = tu.tree_flatten(tree)
   jleaves, jtd = jtu.tree_flatten(tree)
@@ -252,7 +258,7 @@ def test_flatten_matches_jax(jtu, tree):
     assert nd[1] == jnd[1]
 
 
-@pytest.mark.parametrize("tree", TREES, ids=lambda t: repr(t)[:40])
+@pytest.mark.parametrize("tree", TREES, ids=lambda t: _id(t, 40))
 def test_unflatten_roundtrip(tree):
   leaves, td = tu.tree_flatten(tree)
   # Call several times: the first use is generic, later ones compiled.
@@ -269,7 +275,7 @@ def test_unflatten_roundtrip(tree):
   assert tu.tree_leaves(td2.unflatten(leaves)) == leaves
 
 
-@pytest.mark.parametrize("tree", TREES, ids=lambda t: repr(t)[:40])
+@pytest.mark.parametrize("tree", TREES, ids=lambda t: _id(t, 40))
 def test_paths_match_jax(jtu, tree):
   pairs, td = tu.tree_flatten_with_path(tree)
   jpairs, jtd = jtu.tree_flatten_with_path(tree)
@@ -445,7 +451,7 @@ MISMATCHES = [
 ]
 
 
-@pytest.mark.parametrize("prefix,full", MISMATCHES, ids=lambda t: repr(t)[:30])
+@pytest.mark.parametrize("prefix,full", MISMATCHES, ids=lambda t: _id(t, 30))
 def test_flatten_up_to_errors_match_jax(jtu, prefix, full):
   td = tu.tree_structure(prefix)
   jtd = jtu.tree_structure(prefix)
@@ -458,7 +464,7 @@ def test_flatten_up_to_errors_match_jax(jtu, prefix, full):
     assert _err(lambda: tu.tree_structure(prefix).flatten_up_to(full)) == expected
 
 
-@pytest.mark.parametrize("prefix,full", MISMATCHES, ids=lambda t: repr(t)[:30])
+@pytest.mark.parametrize("prefix,full", MISMATCHES, ids=lambda t: _id(t, 30))
 def test_tree_map_errors_match_jax(jtu, prefix, full):
   f = lambda *xs: xs[0]
   expected = _err(lambda: jtu.tree_map(f, prefix, full))
