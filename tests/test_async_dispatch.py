@@ -411,3 +411,20 @@ def test_error_of_work_run_by_a_waiter_raised_at_every_read():
   for _ in range(2):
     with pytest.raises(ValueError, match="boom in stolen work"):
       p.result()
+
+
+def test_work_a_waiter_ran_is_not_kept_by_the_queue():
+  """The queue's slot is emptied when a waiter takes the task, so its outputs can be freed
+  (and pooled output buffers reused) before the worker reaches the slot."""
+  import gc
+  import weakref
+  s = _parked_stream()
+  p, = s.submit(lambda: (np.ones(4, np.float32),), [], 1)
+  out = weakref.ref(p.result())
+  assert out() is not None and s._q.qsize() == 1
+  del p
+  gc.disable()                 # freed by reference counting alone, no cycle left behind
+  try:
+    assert out() is None
+  finally:
+    gc.enable()

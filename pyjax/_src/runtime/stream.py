@@ -32,9 +32,11 @@ _allocate_lock = threading.Lock
 
 class Task:
   """One piece of enqueued work; ``lock`` is held until it is done, ``claim`` by whoever
-  runs it; ``prev`` is a weak reference to the task enqueued before it (or None)."""
-  __slots__ = ("fn", "args", "lock", "claim", "prev", "done", "values", "error", "tb",
-               "__weakref__")
+  runs it; ``prev`` is a weak reference to the task enqueued before it (or None); ``slot``
+  the one-item list the queue holds it in (emptied when it is taken, so a task a waiter
+  ran is not kept alive -- with its outputs -- until the worker gets to its slot)."""
+  __slots__ = ("fn", "args", "lock", "claim", "prev", "slot", "done", "values", "error",
+               "tb", "__weakref__")
 
   def __init__(self, fn, args):
     self.fn = fn
@@ -43,6 +45,7 @@ class Task:
     self.lock.acquire()
     self.claim = _allocate_lock()
     self.prev = None
+    self.slot = None
     self.done = False
     self.values = None
     self.error = None
@@ -65,6 +68,9 @@ class Task:
     return p is None or p.done
 
   def _run_here(self):
+    slot, self.slot = self.slot, None
+    if slot is not None:
+      slot[0] = None
     # as on a worker: work this task submits runs synchronously (see in_worker)
     was = getattr(_tls, "worker", False)
     _tls.worker = True
@@ -157,7 +163,8 @@ class Stream:
       # weak references: the stream must not keep a finished task's outputs alive (a dead
       # task has run: the queue, the worker or a waiter running it hold it until then)
       task.prev = self._last
-      self._q.put(task)
+      task.slot = slot = [task]
+      self._q.put(slot)
       self._last = weakref.ref(task)
     return [PendingBuffer(task, i) for i in range(nout)]
 
@@ -175,7 +182,12 @@ class Stream:
     _tls.worker = True
     get = self._q.get
     while True:
-      task = get()
+      slot = get()
+      task, slot[0] = slot[0], None
+      del slot
+      if task is None:                  # a waiter ran it
+        continue
+      task.slot = None
       if task.claim.acquire(False):     # else a waiter runs it
         p = task.prev
         p = p and p()
