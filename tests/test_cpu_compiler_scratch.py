@@ -131,3 +131,31 @@ def test_steady_state_calls_allocate_no_scratch(case):
   with compile_mode("off"):
     ref = np.asarray(pyjax.jit(f)(*args))
   np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-5)
+
+
+def test_threads_that_exit_free_their_scratch():
+  """Jitted calls run on short-lived threads (synchronous dispatch: on the calling thread):
+  each thread's buffer is freed when it exits, and the results stay right."""
+  import threading
+  x = np.random.default_rng(5).standard_normal((4, 20_000)).astype(np.float32)
+  with compile_mode("sync"):
+    f = pyjax.jit(lambda x: x / x.sum(axis=1, keepdims=True))
+    want = np.asarray(f(x))
+  got = []
+
+  def work():
+    got.append(np.asarray(f(x)))
+  prev = pyjax.config.jax_cpu_enable_async_dispatch
+  pyjax.config.update("jax_cpu_enable_async_dispatch", False)
+  try:
+    exits = runtime.scratch_stats(build.toolchain())[2]
+    for _ in range(10):
+      t = threading.Thread(target=work)
+      t.start()
+      t.join()
+  finally:
+    pyjax.config.update("jax_cpu_enable_async_dispatch", prev)
+  assert runtime.scratch_stats(build.toolchain())[2] >= exits + 10
+  assert len(got) == 10
+  for g in got:
+    np.testing.assert_array_equal(g, want)

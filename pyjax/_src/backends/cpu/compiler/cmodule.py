@@ -300,13 +300,10 @@ PyObject *pyjax_make(int seg, PyObject *spec) {
     I->consts[i] = PyTuple_GetItem(consts, i); Py_IncRef(I->consts[i]);
     I->const_ptr[i] = ((pj_array *)I->consts[i])->data;
   }
-  if (PyTuple_Size(spec) > 9) {
-    void *par = PyLong_AsVoidPtr(PyTuple_GetItem(spec, 7));
-    void *sa = PyLong_AsVoidPtr(PyTuple_GetItem(spec, 8));
-    void *sf = PyLong_AsVoidPtr(PyTuple_GetItem(spec, 9));
-    if (par) pj_parallel_for = (pj_parallel_for_t)par;
-    if (sa && sf) { pj_scratch_alloc = (pj_scratch_alloc_t)sa; pj_scratch_free = (pj_scratch_free_t)sf; }
-  }
+  if (PyTuple_Size(spec) > 9)
+    pyjax_set_runtime(PyLong_AsVoidPtr(PyTuple_GetItem(spec, 7)),
+                      PyLong_AsVoidPtr(PyTuple_GetItem(spec, 8)),
+                      PyLong_AsVoidPtr(PyTuple_GetItem(spec, 9)));
   if (PyTuple_Size(blas) >= 2) {
     void *s = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 0));
     void *d = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 1));
@@ -398,8 +395,9 @@ _RUNTIME_DECL = r"""
 typedef void (*pj_task_t)(void *, int64_t, int64_t);
 typedef void (*pj_parallel_for_t)(pj_task_t, void *, int64_t, int64_t);
 static pj_parallel_for_t pj_parallel_for;
+/* the runtime's pj_parallel_for, pj_scratch_alloc and pj_scratch_free (null: none) */
 void pyjax_set_runtime(void *p, void *sa, void *sf) {
-  pj_parallel_for = (pj_parallel_for_t)p;
+  if (p) pj_parallel_for = (pj_parallel_for_t)p;
   if (sa && sf) { pj_scratch_alloc = (pj_scratch_alloc_t)sa; pj_scratch_free = (pj_scratch_free_t)sf; }
 }
 """

@@ -172,17 +172,26 @@ int pj_runtime_threads(void) { return pj_nthreads; }
    block below it, so frees in any order are fine.  A block that does not fit is
    malloc'ed and freed on its own; the thread's high-water mark is remembered and the
    buffer regrown to it once nothing is cut from it (up to PJ_SCRATCH_KEEP: larger
-   scratch is allocated per call). */
+   scratch is allocated per call).  A thread's buffer is freed when the thread exits. */
 #define PJ_SCRATCH_KEEP ((size_t)64 << 20)
 #define PJ_SCRATCH_NONE ((size_t)-1)
 typedef struct { size_t prev, freed, heap, pad[5]; } pj_scratch_hdr;
 typedef struct { char *base; size_t cap, top, last, live, want; } pj_scratch_t;
 static __thread pj_scratch_t pj_scr = {0, 0, 0, PJ_SCRATCH_NONE, 0, 0};
-/* statistics: blocks handed out; buffers (re)allocated and blocks malloc'ed */
-static int64_t pj_scratch_blocks = 0, pj_scratch_mallocs = 0;
+static pthread_key_t pj_scratch_key;
+static pthread_once_t pj_scratch_once = PTHREAD_ONCE_INIT;
+static int64_t pj_scratch_blocks = 0, pj_scratch_mallocs = 0, pj_scratch_exits = 0;
+static void pj_scratch_exit(void *base) {
+  free(base);
+  __atomic_fetch_add(&pj_scratch_exits, 1, __ATOMIC_RELAXED);
+}
+static void pj_scratch_key_init(void) { pthread_key_create(&pj_scratch_key, pj_scratch_exit); }
+/* statistics: blocks handed out; buffers (re)allocated and blocks malloc'ed; buffers
+   freed at thread exit */
 void pj_scratch_stats(int64_t *out) {
   out[0] = __atomic_load_n(&pj_scratch_blocks, __ATOMIC_RELAXED);
   out[1] = __atomic_load_n(&pj_scratch_mallocs, __ATOMIC_RELAXED);
+  out[2] = __atomic_load_n(&pj_scratch_exits, __ATOMIC_RELAXED);
 }
 
 void *pj_scratch_alloc(size_t n) {
@@ -199,6 +208,8 @@ void *pj_scratch_alloc(size_t n) {
     S->base = (char *)aligned_alloc(64, cap);
     S->cap = S->base ? cap : 0;
     __atomic_fetch_add(&pj_scratch_mallocs, 1, __ATOMIC_RELAXED);
+    pthread_once(&pj_scratch_once, pj_scratch_key_init);
+    pthread_setspecific(pj_scratch_key, S->base);     /* freed at thread exit */
   }
   pj_scratch_hdr *h;
   if (S->base && need <= S->cap - S->top) {
@@ -286,13 +297,14 @@ def scratch_addresses(toolchain):
 
 def scratch_stats(toolchain):
   """(blocks handed out, times memory came from malloc: a buffer grown or a block that did
-  not fit), over all threads so far; the second is constant over steady-state calls."""
+  not fit, buffers freed when their thread exited), over all threads so far; the second is
+  constant over steady-state calls."""
   lib = load(toolchain)
   if lib is None:
-    return 0, 0
-  out = (ctypes.c_int64 * 2)()
+    return 0, 0, 0
+  out = (ctypes.c_int64 * 3)()
   lib.pj_scratch_stats(out)
-  return out[0], out[1]
+  return tuple(out)
 
 
 def threads(toolchain):
