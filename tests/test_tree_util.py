@@ -1,6 +1,5 @@
 """Tests for pyjax.tree_util / pyjax.tree, compared against real JAX where installed."""
 
-import collections
 import copy
 import dataclasses
 import functools
@@ -8,7 +7,6 @@ import glob
 import os
 import pickle
 import re
-import sys
 from collections import OrderedDict, defaultdict, namedtuple
 
 import pytest
