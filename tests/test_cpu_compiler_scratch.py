@@ -119,14 +119,20 @@ def test_steady_state_calls_allocate_no_scratch(case):
     exe = jf.lower(*args).compile().runtime_executable()
     assert exe.tier == "native", exe.error
     assert "pj_scratch(" in exe.as_text(), "the case should need scratch memory"
-    want = None
-    for _ in range(3):                         # warm: every thread's buffer grows once
-      want = np.asarray(jf(*args))
-    before, blocks = _count(), _blocks()
-    for _ in range(5):
-      got = np.asarray(jf(*args))
-    assert _blocks() > blocks, "the scratch should come from the runtime"
-    assert _count() == before, name
+    want = np.asarray(jf(*args))
+    # each thread that runs a kernel (the caller or the stream's worker, pool threads
+    # taking chunks) grows its buffer once, when it first runs this kernel, and which
+    # threads run which call varies: rounds of five calls until one mallocs nothing
+    # (a per-call allocation would malloc in every round)
+    for _ in range(8):
+      before, blocks = _count(), _blocks()
+      for _ in range(5):
+        got = np.asarray(jf(*args))
+      assert _blocks() > blocks, "the scratch should come from the runtime"
+      if _count() == before:
+        break
+    else:
+      raise AssertionError(f"{name}: every round of calls allocated scratch memory")
   np.testing.assert_array_equal(got, want)
   with compile_mode("off"):
     ref = np.asarray(pyjax.jit(f)(*args))
