@@ -143,7 +143,9 @@ def test_threads_that_exit_free_their_scratch():
   """Jitted calls run on short-lived threads (synchronous dispatch: on the calling thread):
   each thread's buffer is freed when it exits, and the results stay right."""
   import threading
-  x = np.random.default_rng(5).standard_normal((4, 20_000)).astype(np.float32)
+  # one row: the kernel runs on the calling thread (no chunks for the pool to take), and
+  # its 20,000-element row buffer is scratch
+  x = np.random.default_rng(5).standard_normal((1, 20_000)).astype(np.float32)
   with compile_mode("sync"):
     f = pyjax.jit(lambda x: x / x.sum(axis=1, keepdims=True))
     want = np.asarray(f(x))
