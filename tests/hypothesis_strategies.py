@@ -11,7 +11,9 @@ decorator makes two pytest cases of it, a quick one (``n`` examples, in the defa
 and a thorough one (``slow`` examples, marked ``slow``).  Examples are derandomized, so
 every run tests the same inputs.  Set ``PYJAX_HYPOTHESIS_SHRINK=1`` to let hypothesis
 shrink a failing example (off by default: it costs CPU and the xfail-marked properties
-would pay it on every run)."""
+would pay it on every run).  ``PYJAX_HYPOTHESIS_THOROUGH=k`` caps the thorough cases at k
+examples (the first k of the same derandomized sequence): CI's compiled pass uses it,
+where every example compiles new programs to C."""
 import contextlib
 import inspect
 import math
@@ -49,6 +51,7 @@ def np_dtype(name):
 # --- the decorator -------------------------------------------------------------------------
 _SHRINK = os.environ.get("PYJAX_HYPOTHESIS_SHRINK") == "1"
 _PHASES = (Phase.explicit, Phase.reuse, Phase.generate) + ((Phase.shrink,) if _SHRINK else ())
+_THOROUGH_CAP = int(os.environ.get("PYJAX_HYPOTHESIS_THOROUGH") or 0)
 
 
 def prop(n=20, slow=200, **strategies):
@@ -76,7 +79,8 @@ def prop(n=20, slow=200, **strategies):
     test.pytestmark = list(getattr(fn, "pytestmark", []))
     return pytest.mark.parametrize("_budget", [
         pytest.param(n, id="quick"),
-        pytest.param(slow, id="thorough", marks=pytest.mark.slow)])(test)
+        pytest.param(min(slow, _THOROUGH_CAP or slow), id="thorough",
+                     marks=pytest.mark.slow)])(test)
   return deco
 
 
