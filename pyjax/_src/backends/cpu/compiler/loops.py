@@ -62,11 +62,14 @@ def _up(n):
 
 
 class ProgFn:
-  """A generated C function ``name(In, Out, C, A)`` and the arena it needs."""
+  """A generated C function ``name(In, Out, C, A)`` and the arena it needs; for a program
+  (``emit_steps``), ``writers``: {output j: index of the step writing ``Out[j]`` in place}
+  (other outputs are copied at the end)."""
 
-  def __init__(self, name, arena_size):
+  def __init__(self, name, arena_size, writers=None):
     self.name = name
     self.arena_size = arena_size
+    self.writers = writers or {}
 
 
 class TU:
@@ -161,7 +164,10 @@ def emit_steps(tu, program, fu, steps):
       slots.append(v)
 
   body = []
-  for step in steps:
+  writers = {}
+  for k, step in enumerate(steps):
+    writes = step.outputs if isinstance(step, plan.Segment) else step.node.outs
+    writers.update((out_owner[v], k) for v in writes if v in out_owner)
     if isinstance(step, plan.Segment):
       srcs, kernels = cmodule.group_kernels(fu, step, f"pj_u{uid}_k")
       tu.parts.extend(srcs)
@@ -205,7 +211,7 @@ def emit_steps(tu, program, fu, steps):
   src = defs + [f"static void {name}(void **In, void **Out, void **C, char *A) {{",
                 "  (void)In; (void)Out; (void)C; (void)A;"] + body + ["}"]
   tu.parts.append("\n".join(src) + "\n")
-  return ProgFn(name, off)
+  return ProgFn(name, off, writers)
 
 
 # --- loops -------------------------------------------------------------------------------
@@ -445,7 +451,7 @@ def whole_program(program, fu, steps, toolchain, donate=()):
   fn = emit_steps(tu, program, fu, steps)
   in_specs = [_spec(v) for v in program.inputs]
   out_specs = [_spec(x) for x in program.outputs]
-  donation = donation_pairs(program, fu, steps, donate)
+  donation = donation_pairs(program, fu, steps, donate, fn.writers)
   src = _entry_source(tu, fn, in_specs, out_specs, {j: i for i, j in donation.items()})
   unit = LoopUnit(src, in_specs, out_specs, tu.consts, fn.arena_size, tu.n_kernels,
                   tu.n_loops, tu.n_conds)
@@ -476,40 +482,25 @@ def _step_reads(fu, step):
   return reads
 
 
-def donation_pairs(program, fu, steps, pairs):
+def donation_pairs(program, fu, steps, pairs, writers):
   """The (input i, output j) pairs of ``pairs`` (equal shape and dtype) for which
-  ``emit_steps``'s function may be called with ``Out[j] == In[i]``: output j is written by
-  its producing step (the first output holding that value) and the input is not read
-  after that step starts -- or, when that step is a ``scan``/``while``, the input is only
-  one of its carries' initial values (read before the first iteration; the loop writes
-  its outputs after).  The input must not be (a view of) an output.  {i: j}."""
+  ``emit_steps``'s function may be called with ``Out[j] == In[i]``: step ``writers[j]``
+  writes output j in place and the input is not read after that step starts -- or, when
+  that step is a ``scan``/``while``, the input is only one of its carries' initial values
+  (read before the first iteration; the loop writes its outputs after).  The input must
+  not be (a view of) an output.  {i: j}."""
   outs = program.outputs
   out_roots = {plan.root(fu, x) for x in outs if type(x) is Value}
   reads = [_step_reads(fu, st) for st in steps]
-  producer = {}
-  for k, st in enumerate(steps):
-    if isinstance(st, plan.Segment):
-      producer.update((v, k) for v in st.outputs)
-    elif st.group.kind != "view":
-      producer.update((o, k) for o in st.node.outs)
-  owner = {}
-  for j, x in enumerate(outs):
-    if type(x) is Value:
-      owner.setdefault(plan.root(fu, x), j)
   found, used = {}, set()
   for i, j in pairs:
-    if i in found or j in used or i >= len(program.inputs) or j >= len(outs):
+    if i in found or j in used or j not in writers or i >= len(program.inputs):
       continue
     x, v = program.inputs[i], outs[j]
-    if type(v) is not Value or x in out_roots or x.shape != v.shape or x.dtype != v.dtype:
+    if x in out_roots or x.shape != v.shape or x.dtype != v.dtype:
       continue
-    r = plan.root(fu, v)
-    if owner.get(r) != j or r not in producer:
-      continue
-    k = producer[r]
-    if any(x in reads[t] for t in range(k + 1, len(steps))):
-      continue
-    if x in reads[k] and not (reads[k][x] and steps[k].node.prim in LOOP_PRIMS):
+    k = writers[j]
+    if reads[k].get(x, True) is False or any(x in r for r in reads[k + 1:]):
       continue
     found[i] = j
     used.add(j)
