@@ -6,6 +6,7 @@ sizes."""
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 import pytest
@@ -163,6 +164,10 @@ def test_threads_that_exit_free_their_scratch():
       t.join()
   finally:
     pyjax.config.update("jax_cpu_enable_async_dispatch", prev)
+  # (join returns before the OS thread has run its key destructors: wait a little)
+  deadline = time.monotonic() + 5
+  while runtime.scratch_stats(build.toolchain())[2] < exits + 10 and time.monotonic() < deadline:
+    time.sleep(0.01)
   assert runtime.scratch_stats(build.toolchain())[2] >= exits + 10
   assert len(got) == 10
   for g in got:

@@ -752,7 +752,7 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
   for (int k = 0; k < nd; k++) {                                                           \
     w[k] = dims[k] > 32 ? 32 : dims[k]; g[k] = (dims[k] + w[k] - 1) / w[k];               \
     p[k] = (g[k] * w[k] - dims[k]) / 2; ng *= g[k]; }                                      \
-  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)ng);  \
+  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)ng); \
   if (nd == 1) {                                                                           \
     const int64_t d = dims[0], pd = p[0], gn = g[0];                                      \
     int64_t glo = pd > 0 ? 1 : 0, gend = (d + pd) / 32, c = 0;                            \
@@ -790,7 +790,7 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
       part[cell] = a; }                                                                    \
   }                                                                                        \
   T r = NAME(part, nd, g);                                                                 \
-  if (part != stackbuf) pj_unscratch(part);                                                       \
+  if (part != stackbuf) pj_unscratch(part);                                                \
   return r; }
 #define PJ_ADD(a, b) ((a) + (b))
 #define PJ_MUL(a, b) ((a) * (b))

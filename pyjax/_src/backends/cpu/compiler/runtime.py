@@ -175,7 +175,9 @@ int pj_runtime_threads(void) { return pj_nthreads; }
    scratch is allocated per call).  A thread's buffer is freed when the thread exits. */
 #define PJ_SCRATCH_KEEP ((size_t)64 << 20)
 #define PJ_SCRATCH_NONE ((size_t)-1)
-typedef struct { size_t prev, freed, heap, pad[5]; } pj_scratch_hdr;
+/* a block's header: the previous block's offset (buffer blocks), the block's size (malloc'ed
+   ones), whether it was freed, whether it was malloc'ed; 64 bytes */
+typedef struct { size_t prev, size, freed, heap, pad[4]; } pj_scratch_hdr;
 typedef struct { char *base; size_t cap, top, last, live, want; } pj_scratch_t;
 static __thread pj_scratch_t pj_scr = {0, 0, 0, PJ_SCRATCH_NONE, 0, 0};
 static pthread_key_t pj_scratch_key;
@@ -221,7 +223,7 @@ void *pj_scratch_alloc(size_t n) {
     h = (pj_scratch_hdr *)aligned_alloc(64, need);
     if (!h) { S->live -= need; return NULL; }
     __atomic_fetch_add(&pj_scratch_mallocs, 1, __ATOMIC_RELAXED);
-    h->prev = need; h->heap = 1;
+    h->size = need; h->heap = 1;
   }
   h->freed = 0;
   return (void *)(h + 1);
@@ -231,7 +233,7 @@ void pj_scratch_free(void *q) {
   if (!q) return;
   pj_scratch_t *S = &pj_scr;
   pj_scratch_hdr *h = (pj_scratch_hdr *)q - 1;
-  if (h->heap) { S->live -= h->prev; free(h); return; }
+  if (h->heap) { S->live -= h->size; free(h); return; }
   h->freed = 1;
   while (S->last != PJ_SCRATCH_NONE) {
     pj_scratch_hdr *t = (pj_scratch_hdr *)(S->base + S->last);

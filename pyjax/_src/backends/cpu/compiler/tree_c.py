@@ -114,10 +114,10 @@ static void NAME##_win(const T *xs, int64_t e0, int64_t d, int64_t c_lo, int64_t
 static T NAME(const T *x, int64_t d) {                                                      \
   if (d <= 32) { T a = ID; for (int64_t i = 0; i < d; i++) a = OP(a, x[i]); return a; }     \
   const int64_t g = (d + 31) / 32;                                                          \
-  T stackbuf[512]; T *part = g <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)g);       \
+  T stackbuf[512]; T *part = g <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)g);  \
   NAME##_win(x, 0, d, 0, g, part);                                                           \
   T r = NAME(part, g);                                                                       \
-  if (part != stackbuf) pj_unscratch(part);                                                         \
+  if (part != stackbuf) pj_unscratch(part);                                                  \
   return r; }
 /* Reductions over nd >= 2 dimensions whose last is longer than 32 (XLA's order: tiles of
    32 per dimension -- the whole dimension when it is not longer -- padded evenly, each
@@ -172,12 +172,12 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
   for (int k = 0; k < nd; k++) { const int64_t wk = dims[k] > 32 ? 32 : dims[k];             \
     g[k] = (dims[k] + wk - 1) / wk; p[k] = (g[k] * wk - dims[k]) / 2; ng *= g[k]; }          \
   st[nd - 1] = 1; for (int k = nd - 2; k >= 0; k--) st[k] = st[k + 1] * dims[k + 1];         \
-  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)ng);     \
+  T stackbuf[512]; T *part = ng <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)ng); \
   NAME##_job J = {x, nd, dims, st, g, p, part};                                              \
   if (pj_parallel_for && n >= (1 << 16) && g[0] > 1) pj_parallel_for(NAME##_band, &J, g[0], 1); \
   else NAME##_band(&J, 0, g[0]);                                                             \
   T r = SCALAR(part, nd, g);                                                                 \
-  if (part != stackbuf) pj_unscratch(part);                                                         \
+  if (part != stackbuf) pj_unscratch(part);                                                  \
   return r; }
 #define PJ_T1_ADD(a, b) ((a) + (b))
 #define PJ_T1_MUL(a, b) ((a) * (b))

@@ -461,7 +461,8 @@ def _scatter_source(node, name):
   pre, post = [], []
   if half:
     pre.append(f"  float *F = (float *)pj_scratch({max(n_elems, 1)} * sizeof(float));")
-    pre.append(f"  if (!F) abort();\n  memset(F, 0, {max(n_elems, 1)} * sizeof(float));")
+    pre.append("  if (!F) abort();")
+    pre.append(f"  memset(F, 0, {max(n_elems, 1)} * sizeof(float));")
     pre.append("  P[3] = (void *)F;")
     post.append(f"  {{ {st} *Y = ({st} *)P[2];")
     post.append(f"    for (int64_t i = 0; i < {n_elems}; i++) Y[i] = {lower_c.store(d, 'F[i]')}; }}")
