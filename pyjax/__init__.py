@@ -28,4 +28,6 @@ from pyjax import tree_util, tree  # noqa: F401
 from pyjax import random  # noqa: F401
 from pyjax import nn, scipy  # noqa: F401
 
+from pyjax._src.jax_alias import install_as_jax  # noqa: F401
+
 __version__ = "0.1.0"
