@@ -29,5 +29,6 @@ from pyjax import random  # noqa: F401
 from pyjax import nn, scipy  # noqa: F401
 
 from pyjax._src.jax_alias import install_as_jax  # noqa: F401
+from pyjax import profiler  # noqa: F401
 
 __version__ = "0.1.0"

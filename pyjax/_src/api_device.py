@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src import profiler as _profiler
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.runtime import devices as _devices
@@ -82,6 +83,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   equation, as JAX does."""
   if any(isinstance(leaf, core.Tracer) for leaf in tree_util.tree_leaves(x)):
     return _put_traced(x, device, src, donate, may_alias)
+  if _profiler.session is not None:
+    with _profiler.span("device_put", "transfer", direction="host_to_device",
+                        device=str(device)):
+      return _device_put(x, device, donate, may_alias)
+  return _device_put(x, device, donate, may_alias)
+
+
+def _device_put(x, device, donate, may_alias):
   if device is None or isinstance(device, (_devices.Device, SingleDeviceSharding, str)):
     d = _resolve_device(device)
     return tree_util.tree_map(lambda leaf: _put_one(leaf, d, may_alias, donate), x)
@@ -105,6 +114,9 @@ def device_get(x):
     if isinstance(leaf, core.Tracer):
       return np.asarray(leaf)  # raises TracerArrayConversionError
     return leaf
+  if _profiler.session is not None:
+    with _profiler.span("device_get", "transfer", direction="device_to_host"):
+      return tree_util.tree_map(get, x)
   return tree_util.tree_map(get, x)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 
 from pyjax._src import core, dtypes
+from pyjax._src import profiler as _profiler
 from pyjax._src import tree_util
 from pyjax._src.runtime.array import ArrayImpl
 
@@ -170,6 +171,9 @@ def trace_flat(flat_fun, in_avals, debug_info=None):
   tracers of enclosing transformations are the jaxpr's *leading* inputs and are returned
   in ``tracer_consts`` (the caller passes them first); concrete constants stay in the
   ClosedJaxpr."""
+  prof = _profiler.session
+  if prof is not None:
+    t_prof = prof.now()
   parent = core.current_interpreter()
   interp = core.StagingInterpreter(parent, debug_info)
   args = [interp.new_arg(a) for a in in_avals]
@@ -179,6 +183,10 @@ def trace_flat(flat_fun, in_avals, debug_info=None):
     jaxpr, consts = interp.to_jaxpr(outs)
   finally:
     interp.finished = True
+    if prof is not None:
+      d = debug_info
+      prof.add(f"trace {d.func_name if d is not None else 'function'}", "trace", t_prof, None,
+               {"for": d.traced_for if d is not None else None})
   tracer_vars, tracer_consts, const_vars, const_vals = [], [], [], []
   for v, c in zip(jaxpr.constvars, consts):
     if isinstance(c, core.Tracer):

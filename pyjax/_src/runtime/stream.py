@@ -27,6 +27,8 @@ import queue
 import threading
 import weakref
 
+from pyjax._src import profiler as _profiler
+
 _allocate_lock = threading.Lock
 
 
@@ -59,7 +61,13 @@ class Task:
         self._run_here()
         return
       lock = self.lock
-      lock.acquire()
+      prof = _profiler.session
+      if prof is None:
+        lock.acquire()
+      else:
+        t_prof = prof.now()
+        lock.acquire()
+        prof.add("wait for async result", "wait", t_prof)
       lock.release()
 
   def _prev_done(self):
@@ -80,6 +88,10 @@ class Task:
       _tls.worker = was
 
   def run(self):
+    prof = _profiler.session
+    if prof is not None:
+      t_prof = prof.now()
+      name = getattr(self.fn, "__name__", "task")
     try:
       args = self.args
       for b in args:
@@ -92,6 +104,9 @@ class Task:
       self.tb = e.__traceback__
     finally:
       self.fn = self.args = self.prev = None     # drop the inputs once the work has run
+      if prof is not None:
+        prof.add(f"stream task {name}", "execute", t_prof, None,
+                 {"error": type(self.error).__name__} if self.error is not None else None)
       self.done = True
       self.lock.release()
 

@@ -44,6 +44,7 @@ import warnings
 import numpy as np
 
 from pyjax._src import config as _config
+from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.backends.cpu.compiler import outpool as _outpool
@@ -118,7 +119,10 @@ class CpuExecutable:
     cell = self
 
     def fn(*bufs):
-      return cell._impl(*bufs)
+      prof = _profiler.session
+      if prof is None:
+        return cell._impl(*bufs)
+      return _profiled_call(cell, prof, bufs)
     fn.__name__ = f"jit_{name}"
     self.fn = fn
 
@@ -239,6 +243,20 @@ class CpuExecutable:
 
   def __repr__(self):
     return f"CpuExecutable({self.name}, {self.tier})"
+
+
+def _profiled_call(exe, prof, bufs):
+  """``exe._impl(*bufs)`` recorded as an ``execute`` event (a trace is active)."""
+  t = prof.now()
+  tier = exe.tier
+  outs = None
+  try:
+    outs = exe._impl(*bufs)
+    return outs
+  finally:
+    enqueued = bool(outs) and type(outs[0]) is _stream.PendingBuffer
+    prof.add(f"jit_{exe.name}", "execute", t, None,
+             {"tier": tier, "enqueued": enqueued, "inputs": len(bufs)})
 
 
 def _owned(b):
@@ -376,7 +394,8 @@ def _build_native(closed, name, donate=()):
   from pyjax._src.backends.cpu.compiler import native
   t0 = time.perf_counter()
   try:
-    prog = native.lower(closed, name, donate)
+    with _profiler.span(f"lower {name} to C", "compile"):
+      prog = native.lower(closed, name, donate)
   except native.Unsupported as e:
     if str(e) == "no C compiler" and not _warned_no_cc[0]:
       _warned_no_cc[0] = True
@@ -386,7 +405,8 @@ def _build_native(closed, name, donate=()):
       print(f"pyjax: jit({name}) stays on NumPy: {e}", file=sys.stderr)
     raise _NoNative() from None
   t1 = time.perf_counter()
-  prog.build()
+  with _profiler.span(f"build {name}", "compile"):
+    prog.build()
   t2 = time.perf_counter()
   if _debug():
     host = sorted({s.node.prim for s in prog.host_steps})
@@ -545,7 +565,8 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
   """Compile ``closed_jaxpr`` for ``device``: returns a ``CpuExecutable`` (see the module
   docstring for the tiers).  ``donate``: (input index, output index) pairs of donated
   inputs and the outputs that may take their buffers (``CpuExecutable.call_donating``)."""
-  fn, src = _numpy_plan(closed_jaxpr, name)
+  with _profiler.span(f"numpy plan {name}", "compile"):
+    fn, src = _numpy_plan(closed_jaxpr, name)
   exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)
   mode = compile_mode()
   if mode == "sync":

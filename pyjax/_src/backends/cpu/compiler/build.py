@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import threading
 
+from pyjax._src import profiler as _profiler
+
 _lock = threading.Lock()
 _toolchain = None
 _NO = object()
@@ -62,7 +64,9 @@ class Toolchain:
       with open(c_path, "w") as f:
         f.write(source)
       cmd = [self.cc, *self.cflags, "pyjax.c", "-o", "pyjax.so", *self.libs]
-      r = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+      with _profiler.span(f"cc {os.path.basename(out_path)}", "compile",
+                          compiler=self.cc, source_bytes=len(source)):
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
       if r.returncode != 0:
         raise CompileError(f"C compiler failed ({' '.join(cmd)}):\n{r.stderr[-4000:]}")
       os.replace(tmp_so, out_path)

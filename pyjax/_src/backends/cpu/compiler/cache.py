@@ -22,6 +22,8 @@ import os
 import sys
 import threading
 
+from pyjax._src import profiler as _profiler
+
 FORMAT = "1"
 _mem = {}
 _mem_lock = threading.Lock()
@@ -83,7 +85,8 @@ def _valid(key, so, meta):
 
 
 def _load(path):
-  lib = ctypes.PyDLL(path)
+  with _profiler.span(f"load {os.path.basename(path)}", "compile"):
+    lib = ctypes.PyDLL(path)
   return lib
 
 
