@@ -38,6 +38,7 @@ import weakref
 import numpy as np
 
 from pyjax._src import core, dtypes, errors
+from pyjax._src import monitoring as _monitoring
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
@@ -345,7 +346,8 @@ def _compile_entry(entry, device):
       _pxla_logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.",
                        name, shapes, mapping)
     t0 = time.perf_counter()
-    exe = compile_jaxpr(entry.closed, device, entry.name, _donation_pairs(entry))
+    with _monitoring.record_elapsed(_monitoring.BACKEND_COMPILE_EVENT, name):
+      exe = compile_jaxpr(entry.closed, device, entry.name, _donation_pairs(entry))
     if _dispatch_logger.isEnabledFor(level):
       _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", name,
                            time.perf_counter() - t0)
@@ -673,7 +675,8 @@ class JitWrapped:
       return out_leaves
 
     t0 = time.perf_counter()
-    closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
+    with _monitoring.record_elapsed(_monitoring.JAXPR_TRACE_EVENT, name):
+      closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
     level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
     if _dispatch_logger.isEnabledFor(level):
       _dispatch_logger.log(level, "Finished tracing %s for jit in %.9f sec", name,
