@@ -9,9 +9,11 @@ the transformation as plain values).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +28,8 @@ from pyjax._src.lax import windowed_ad as _windowed_ad  # noqa: F401  (reduce_wi
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "jacobian", "hessian", "stop_gradient", "custom_jvp", "custom_vjp",
            "custom_jvp_call_p", "custom_vjp_call_p", "custom_lin_p", "SymbolicZero",
-           "closure_convert", "zero_from_primal", "custom_gradient"]
+           "closure_convert", "zero_from_primal", "custom_gradient", "CustomVJPPrimal",
+           "custom_vjp_primal_tree_values"]
 
 SymbolicZero = Zero
 
@@ -930,12 +933,15 @@ ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
 
 
 def _run_custom_vjp(interp, fwd_flat, bwd_user, primals, tangents, symbolic_zeros):
-  if interp.forward:
-    ad._raise_custom_vjp_jvp()
-  with core.set_interpreter(interp.parent):
-    out_leaves, res_leaves, make_bwd = fwd_flat(*primals)
-  in_avals = [core.get_aval(p) for p in primals]
+  if interp.forward and interp.tangent_interp is None:
+    ad._raise_custom_vjp_jvp()   # jvp; linearize stages custom_lin, which raises if run
   in_mask = [type(t) is not Zero for t in tangents]
+  with core.set_interpreter(interp.parent):
+    if symbolic_zeros and isinstance(fwd_flat, _Named) and getattr(fwd_flat.fn, "_perturbed", False):
+      out_leaves, res_leaves, make_bwd = fwd_flat(*primals, perturbed=in_mask)
+    else:
+      out_leaves, res_leaves, make_bwd = fwd_flat(*primals)
+  in_avals = [core.get_aval(p) for p in primals]
   out_avals = tuple(ad.tangent_aval(core.get_aval(o)) for o in out_leaves)
   bwd = make_bwd(in_avals)
   lin_ts = [t for t in tangents if type(t) is not Zero]
@@ -954,6 +960,25 @@ def _custom_vjp_call_jvp(interp, primals, tangents, *, call_jaxpr, fwd_jaxpr_thu
 
 
 ad.interpreter_jvps[custom_vjp_call_p] = _custom_vjp_call_jvp
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+  """A primal argument leaf as the fwd rule of a ``custom_vjp`` with
+  ``symbolic_zeros=True`` sees it: ``value`` and whether its tangent is nonzero
+  (``perturbed``)."""
+  value: Any
+  perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+  """The tree of ``CustomVJPPrimal`` leaves (a symbolic-zeros fwd rule's arguments) with
+  each leaf replaced by its ``value``; any other leaf is a TypeError."""
+  def value(leaf):
+    if type(leaf) is not CustomVJPPrimal:
+      raise TypeError(f"unexpected leaf type {type(leaf)}")
+    return leaf.value
+  return tree_util.tree_map(value, tree)
 
 
 class custom_vjp:
@@ -1002,7 +1027,13 @@ class custom_vjp:
       out_tree_cell.append(out_tree)
       return out_leaves
 
-    def fwd_flat(*leaves):
+    def fwd_flat(*leaves, perturbed=None):
+      if symbolic_zeros:
+        # As JAX: with symbolic_zeros the fwd rule sees each leaf as a CustomVJPPrimal
+        # (value, perturbed); perturbed is True when unknown (e.g. under vmap).
+        if perturbed is None:
+          perturbed = [True] * len(leaves)
+        leaves = [CustomVJPPrimal(x, bool(z)) for x, z in zip(leaves, perturbed)]
       d = tree_util.tree_unflatten(in_tree, leaves)
       res = user_fwd(*_merge(nd, static, dyn_idx, d))
       if not (isinstance(res, (list, tuple)) and len(res) == 2):
@@ -1022,11 +1053,16 @@ class custom_vjp:
         return _Named(functools.partial(_bwd_flat, user_bwd, static, res_tree, out_tree,
                                         in_tree, in_avals, bwd_name, name), bwd_name)
       return out_leaves, res_leaves, make_bwd
+    fwd_flat._perturbed = True
+    symbolic_zeros = self.symbolic_zeros
 
     outs = _custom_vjp_dispatch(core.current_interpreter(), fun_flat,
                                 _Named(fwd_flat, fwd_name), _Named(user_bwd, bwd_name),
                                 flat_args, self.symbolic_zeros, name)
     return tree_util.tree_unflatten(out_tree_cell[-1], outs)
+
+
+_CT_SLOT = object()  # a non-pytree marker of one argument leaf, for matching bwd outputs
 
 
 def _bwd_flat(user_bwd, static, res_tree, out_tree, in_tree, in_avals, bwd_name, name,
@@ -1043,29 +1079,30 @@ def _bwd_flat(user_bwd, static, res_tree, out_tree, in_tree, in_avals, bwd_name,
                     "arguments to the primal function, but got bwd output structure "
                     f"{out_struct} for primal input structure {args_tree}.")
   out = tuple(out)
-  leaves, tree = tree_util.tree_flatten(out, is_leaf=lambda x: x is None)
-  # None stands for a zero cotangent of a whole argument subtree
-  try:
-    expanded = []
-    arg_trees = tree_util.treedef_children(args_tree)
-    if len(out) != len(arg_trees):
+  # None stands for a zero cotangent of a whole argument subtree (also of a subtree that
+  # is itself None, which has no leaves): the bwd output is matched as a prefix of the
+  # arguments' structure, None being a leaf of it.
+  expanded = []
+  dummy = tuple(tree_util.tree_unflatten(args_tree, [_CT_SLOT] * args_tree.num_leaves))
+
+  def expand(c, d):
+    if c is None:
+      expanded.extend([None] * len(tree_util.tree_leaves(d)))
+    elif d is not _CT_SLOT:
       raise ValueError
-    for o, t in zip(out, arg_trees):
-      if o is None:
-        expanded.extend([None] * t.num_leaves)
-      else:
-        ol, ot = tree_util.tree_flatten(o, is_leaf=lambda x: x is None)
-        if ot != t:
-          raise ValueError
-        expanded.extend(ol)
-  except ValueError:
+    else:
+      expanded.append(c)
+  try:
+    if len(out) != len(dummy):
+      raise ValueError
+    tree_util.tree_map(expand, out, dummy, is_leaf=lambda x: x is None)
+  except (ValueError, TypeError):
     raise TypeError("Custom VJP bwd rule must produce an output with the same container "
                     "(pytree) structure as the args tuple of the primal function, and in "
                     "particular must produce a tuple of length equal to the number of "
                     "arguments to the primal function, but got bwd output structure "
                     f"{tree_util.tree_structure(out)} for primal input structure "
                     f"{args_tree}.") from None
-  del leaves, tree
   results = []
   paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
       tree_util.tree_unflatten(args_tree, [0] * args_tree.num_leaves))[0]]

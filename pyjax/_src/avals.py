@@ -39,6 +39,25 @@ class ShapedArray:
   def strip_weak_type(self):
     return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
 
+  def update_weak_type(self, weak_type):
+    return self if weak_type == self.weak_type else ShapedArray(self.shape, self.dtype, weak_type)
+
+  def to_tangent_aval(self):
+    """The aval of this value's tangents: ``float0`` for integer and boolean dtypes, the
+    same dtype otherwise; shape and weak type kept (as JAX's ``to_tangent_aval``)."""
+    d = self.dtype
+    if d == dtypes.bool_ or dtypes.is_int(d) or d == dtypes.float0:
+      d = dtypes.float0
+    return ShapedArray(self.shape, d, self.weak_type)
+
+  to_ct_aval = to_tangent_aval
+
+  @property
+  def sharding(self):
+    """The sharding type: as in JAX outside a mesh, a ``NamedSharding`` over the empty
+    abstract mesh whose spec has one ``None`` per dimension (needs ``pyjax.sharding``)."""
+    return _sharding_of_aval(self)
+
   def __eq__(self, other):
     return (type(other) is ShapedArray and self.shape == other.shape
             and self.dtype == other.dtype and self.weak_type == other.weak_type)
@@ -54,7 +73,10 @@ class ShapedArray:
 
   def str_short(self, short_dtypes=False):
     """``float32[2,3]`` (``f32[2,3]`` with ``short_dtypes``, as in jaxprs)."""
-    dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    if self.dtype == dtypes.float0:
+      dt = "float0"
+    else:
+      dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
     return f"{dt}[{','.join(str(d) for d in self.shape)}]"
 
   def __repr__(self):
@@ -64,6 +86,20 @@ class ShapedArray:
   def __str__(self):
     """JAX's ``str(aval)``: ``~float32[]`` for a weakly typed float32 scalar."""
     return ("~" if self.weak_type else "") + self.str_short()
+
+
+def _sharding_of_aval(aval):
+  # The sharding module sits above the leaves; it is imported on first use.
+  try:
+    from pyjax._src import sharding as _sharding
+  except ImportError:
+    raise AttributeError("'ShapedArray' object has no attribute 'sharding' (no "
+                         "pyjax._src.sharding)") from None
+  make = getattr(_sharding, "unsharded_sharding", None)
+  if make is not None:
+    return make(aval.ndim)
+  return _sharding.NamedSharding(_sharding.AbstractMesh((), ()),
+                                 _sharding.PartitionSpec(*(None,) * aval.ndim))
 
 
 def aval_of_numpy(x, weak_type=False):

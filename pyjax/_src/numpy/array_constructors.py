@@ -7,6 +7,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.lax import elementwise as lax_e
+from pyjax._src.out_sharding import check_out_sharding
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl
 
@@ -58,13 +59,20 @@ def _from_python_scalar(x, dtype):
   return ArrayImpl(buf, ShapedArray((), dtype, False), _devices.default_device(), False)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
   """jnp.array.  Differs from NumPy like JAX: 64-bit types only with x64, Python scalars
-  are weakly typed, object/string dtypes are rejected."""
+  are weakly typed, object/string dtypes are rejected.  ``out_sharding`` may be None or a
+  sharding over one device (see ``pyjax._src.out_sharding``); ``copy=True`` of a traced
+  value records a ``copy`` equation, as in JAX."""
+  check_out_sharding(out_sharding, "jnp.array")
   if order is not None and order not in ("K", "C", "A"):
     raise NotImplementedError("Only implemented for order='K'")
   d = dtypes.check_user_dtype(dtype, "array") if dtype is not None else None
   out = _array(object, d)
+  if copy and out is object and isinstance(out, core.Tracer):
+    from pyjax._src.lax.misc import copy_p
+    out = copy_p.bind(out)
   if ndmin > out.ndim:
     from pyjax._src.lax import shapes as lax_s
     out = lax_s.reshape(out, (1,) * (ndmin - out.ndim) + out.shape)
@@ -157,8 +165,11 @@ def _stack_nested(obj, d):
   return out
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, device=None):
-  """jnp.asarray: like jnp.array without forcing a copy."""
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
+  """jnp.asarray: like jnp.array without forcing a copy.  ``out_sharding`` as in
+  ``array``."""
+  if out_sharding is not None:
+    check_out_sharding(out_sharding, "jnp.asarray")
   if type(a) is ArrayImpl and (dtype is None or dtypes.to_numpy_dtype(dtype) == a.dtype) and device is None:
     return a
   if isinstance(a, core.Tracer) and dtype is None:

@@ -182,3 +182,10 @@ def install():
     if cls is ArrayImpl:
       cls.conj = lambda self: ufuncs.conjugate(self)
       cls.conjugate = cls.conj
+  core.Tracer.copy = _tracer_copy
+
+
+def _tracer_copy(self):
+  """``x.copy()`` of a traced array: a ``copy`` equation, as in JAX."""
+  from pyjax._src.lax.misc import copy_p
+  return copy_p.bind(self)

@@ -22,6 +22,7 @@ from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.lax import lax_api as lax
+from pyjax._src.out_sharding import accepts_out_sharding
 from pyjax._src.random import prng
 from pyjax._src.random.keys import _check_prng_key, _split
 from pyjax._src.random.samplers import (
@@ -196,6 +197,7 @@ _register_batchers()
 
 
 # --- gamma and loggamma ---------------------------------------------------------------------
+@accepts_out_sharding()
 def gamma(key, a, shape=None, dtype=None):
   """Gamma(a, 1) samples (Marsaglia-Tsang); differentiable in ``a`` by implicit
   reparameterization."""
@@ -207,6 +209,7 @@ def gamma(key, a, shape=None, dtype=None):
   return _gamma(key, a, shape, dtype, False)
 
 
+@accepts_out_sharding()
 def loggamma(key, a, shape=None, dtype=None):
   """``log`` of Gamma(a, 1) samples, computed in log space (accurate for small ``a``)."""
   key, _ = _check_prng_key("loggamma", key)
@@ -231,6 +234,7 @@ def _gamma(key, a, shape, dtype, log_space=False):
 
 
 # --- samplers built on gamma ----------------------------------------------------------------
+@accepts_out_sharding()
 def beta(key, a, b, shape=None, dtype=None):
   """Beta(a, b) samples from two log-gamma samples."""
   key, _ = _check_prng_key("beta", key)
@@ -260,6 +264,7 @@ def _beta(key, a, b, shape, dtype):
   return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
 
 
+@accepts_out_sharding()
 def dirichlet(key, alpha, shape=None, dtype=None):
   """Dirichlet(alpha) samples: a softmax of log-gamma samples along the last axis."""
   key, _ = _check_prng_key("dirichlet", key)
@@ -288,6 +293,7 @@ def _dirichlet(key, alpha, shape, dtype):
   return _softmax_last(log_gamma_samples)
 
 
+@accepts_out_sharding()
 def t(key, df, shape=None, dtype=None):
   """Student's t samples ``n * sqrt(df / 2 / gamma(df / 2))``."""
   key, shape, dtype = _float_args("t", key, shape, dtype, df)
@@ -310,6 +316,7 @@ def _t(key, df, shape, dtype):
   return n * jnp.sqrt(half_df / g)
 
 
+@accepts_out_sharding()
 def chisquare(key, df, shape=None, dtype=None):
   """Chi-square samples ``2 * exp(loggamma(df / 2))``."""
   key, shape, dtype = _float_args("chisquare", key, shape, dtype, df)
@@ -325,6 +332,7 @@ def _chisquare(key, df, shape, dtype):
   return lax.mul(jnp.exp(log_g), two)
 
 
+@accepts_out_sharding()
 def f(key, dfnum, dfden, shape=None, dtype=None):
   """F-distribution samples: a ratio of scaled chi-square samples."""
   key, shape, dtype = _float_args("f", key, shape, dtype, dfnum, dfden)
@@ -343,6 +351,7 @@ def _f(key, dfnum, dfden, shape, dtype):
   return lax.div(num, den)
 
 
+@accepts_out_sharding()
 def generalized_normal(key, p, shape=(), dtype=None):
   """Generalized normal samples with shape parameter ``p``: ``sign * gamma(1/p) ** (1/p)``."""
   shape = _shape(shape)
@@ -360,6 +369,7 @@ def _generalized_normal(key, p, shape, dtype):
   return r * g ** (1 / p)
 
 
+@accepts_out_sharding()
 def ball(key, d, p=2, shape=(), dtype=None):
   """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions."""
   shape = _shape(shape)

@@ -24,6 +24,7 @@ from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import utils as lax_utils
 from pyjax._src.lax.utils import canonicalize_shape
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes_inexact, canonicalize_axis
+from pyjax._src.out_sharding import accepts_out_sharding
 from pyjax._src.random.keys import _check_prng_key, _split, _random_bits
 from pyjax._src.random.prng import UINT_DTYPES, fma
 import pyjax.numpy as jnp
@@ -105,6 +106,7 @@ def _static_jit(*static):
 
 
 # --- bits and uniform ------------------------------------------------------------------------
+@accepts_out_sharding()
 def bits(key, shape=(), dtype=None):
   """Uniform random bits as unsigned integers (``uint64`` with x64, else ``uint32``)."""
   key, _ = _check_prng_key("bits", key)
@@ -115,6 +117,7 @@ def bits(key, shape=(), dtype=None):
   return _random_bits(key, dtype.itemsize * 8, shape)
 
 
+@accepts_out_sharding()
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
   """Uniform floats in ``[minval, maxval)``: the mantissa bits of a float in [1, 2) are
   random, then shifted and scaled (as JAX)."""
@@ -174,6 +177,7 @@ def _convert_and_clip_integer(val, dtype):
   return jnp.clip(val, np.array(lo, vd), np.array(hi, vd)).astype(dtype)
 
 
+@accepts_out_sharding()
 def randint(key, shape, minval, maxval, dtype=None):
   """Uniform integers in ``[minval, maxval)`` (JAX's modulus method with 2x the bits;
   8/16-bit dtypes are sampled in 32 bits)."""
@@ -230,6 +234,7 @@ def _randint(key, minval, maxval, shape, dtype):
 
 
 # --- permutations and choices --------------------------------------------------------------
+@accepts_out_sharding()
 def permutation(key, x, axis=0, independent=False):
   """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis``
   (``independent``: each slice along ``axis`` shuffled separately)."""
@@ -308,6 +313,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 
 
 # --- normal family ---------------------------------------------------------------------------
+@accepts_out_sharding()
 def normal(key, shape=(), dtype=None):
   """Standard normal samples: ``sqrt(2) * erf_inv(u)`` with ``u`` uniform in
   ``(-1, 1)``; complex dtypes get independent real and imaginary parts, scaled by
@@ -341,6 +347,7 @@ def _normal_real(key, shape, dtype):
   return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
 
 
+@accepts_out_sharding()
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
   """Normal samples truncated to ``(lower, upper)`` by inverse-CDF sampling; results are
   clipped into the open interval."""
@@ -371,6 +378,7 @@ def _truncated_normal(key, lower, upper, shape, dtype):
                   lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
 
 
+@accepts_out_sharding()
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
   """``exp(sigma * normal)``."""
   key, _ = _check_prng_key("lognormal", key)
@@ -388,6 +396,7 @@ def _lognormal(key, sigma, shape, dtype):
   return lax.exp(normal(key, shape, dtype) * sigma)
 
 
+@accepts_out_sharding()
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """Multivariate normal samples ``mean + factor @ normal`` where ``factor`` comes from
   the Cholesky, SVD or eigh decomposition of ``cov`` (needs ``jax.numpy.linalg``)."""
@@ -438,6 +447,7 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
   return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
 
 
+@accepts_out_sharding()
 def orthogonal(key, n, shape=(), dtype=None, m=None):
   """Haar-random ``n x m`` matrices with orthonormal columns/rows: QR of a normal matrix
   with the signs of R's diagonal folded into Q (needs ``jax.numpy.linalg``)."""
@@ -460,6 +470,7 @@ def _orthogonal(key, n, _m, shape, dtype):
   return jnp.swapaxes(x, -1, -2) if n < _m else x
 
 
+@accepts_out_sharding()
 def maxwell(key, shape=(), dtype=None):
   """Maxwell samples: the norm of three standard normals."""
   key, shape, dtype = _float_args("maxwell", key, shape, dtype)
@@ -492,6 +503,7 @@ def _double_sided_maxwell(key, loc, scale, shape, dtype):
 
 
 # --- Bernoulli family ---------------------------------------------------------------------
+@accepts_out_sharding()
 def bernoulli(key, p=0.5, shape=None, mode="low"):
   """Booleans that are True with probability ``p`` (``mode='high'`` uses twice the bits
   for small probabilities)."""
@@ -521,6 +533,7 @@ def _bernoulli(key, p, shape, mode):
   return uniform(key, shape, dtype) < p
 
 
+@accepts_out_sharding()
 def rademacher(key, shape=(), dtype=None):
   """-1 or +1 with equal probability."""
   key, _ = _check_prng_key("rademacher", key)
@@ -536,6 +549,7 @@ def _rademacher(key, shape, dtype):
 
 
 # --- Gumbel and categorical --------------------------------------------------------------
+@accepts_out_sharding()
 def gumbel(key, shape=(), dtype=None, mode=None):
   """Standard Gumbel samples ``-log(-log(u))``; ``mode`` 'high'/'highest' use more bits
   near 0 (default: 'low')."""
@@ -586,6 +600,7 @@ def _gumbel(key, shape, dtype, mode):
   return -jnp.log(-jnp.log(_uniform(key, info.tiny, 1.0, shape, dtype)))
 
 
+@accepts_out_sharding()
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
   """Samples of category indices from unnormalized log-probabilities ``logits`` (Gumbel
   max trick; without replacement: Gumbel top-k)."""
@@ -618,6 +633,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
 
 
 # --- samplers from one uniform ------------------------------------------------------------
+@accepts_out_sharding()
 def exponential(key, shape=(), dtype=None):
   """Standard exponential samples ``-log1p(-u)``."""
   key, shape, dtype = _float_args("exponential", key, shape, dtype)
@@ -631,6 +647,7 @@ def _exponential(key, shape, dtype):
   return lax.neg(lax.log1p(lax.neg(u)))
 
 
+@accepts_out_sharding()
 def laplace(key, shape=(), dtype=None):
   """Standard Laplace samples."""
   key, shape, dtype = _float_args("laplace", key, shape, dtype)
@@ -644,6 +661,7 @@ def _laplace(key, shape, dtype):
   return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
+@accepts_out_sharding()
 def logistic(key, shape=(), dtype=None):
   """Standard logistic samples ``log(u) - log1p(-u)``."""
   key, shape, dtype = _float_args("logistic", key, shape, dtype)
@@ -657,6 +675,7 @@ def _logistic(key, shape, dtype):
   return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
+@accepts_out_sharding()
 def cauchy(key, shape=(), dtype=None):
   """Standard Cauchy samples ``tan(pi * (u - 1/2))``."""
   key, shape, dtype = _float_args("cauchy", key, shape, dtype)
@@ -671,6 +690,7 @@ def _cauchy(key, shape, dtype):
   return lax.tan(lax.mul(pi, lax.sub(u, _const(u, 0.5))))
 
 
+@accepts_out_sharding()
 def pareto(key, b, shape=None, dtype=None):
   """Pareto samples ``exp(e / b)`` with ``e`` standard exponential."""
   key, shape, dtype = _float_args("pareto", key, shape, dtype, b)
@@ -684,6 +704,7 @@ def _pareto(key, b, shape, dtype):
   return lax.exp(e / b)
 
 
+@accepts_out_sharding()
 def rayleigh(key, scale, shape=None, dtype=None):
   """Rayleigh samples ``scale * sqrt(-2 log u)``."""
   key, shape, dtype = _float_args("rayleigh", key, shape, dtype, scale)
@@ -700,6 +721,7 @@ def _rayleigh(key, scale, shape, dtype):
   return lax.mul(scale, lax.sqrt(lax.mul(log_u, n_two)))
 
 
+@accepts_out_sharding()
 def wald(key, mean, shape=None, dtype=None):
   """Wald (inverse Gaussian) samples with unit shape parameter."""
   key, shape, dtype = _float_args("wald", key, shape, dtype, mean)
@@ -721,6 +743,7 @@ def _wald(key, mean, shape, dtype):
   return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
 
 
+@accepts_out_sharding()
 def geometric(key, p, shape=None, dtype=None):
   """Geometric samples (number of trials to the first success, >= 1)."""
   key, _ = _check_prng_key("geometric", key)
@@ -743,6 +766,7 @@ def _geometric(key, p, shape, dtype):
   return g.astype(dtype)
 
 
+@accepts_out_sharding()
 def triangular(key, left, mode, right, shape=None, dtype=None):
   """Triangular samples on ``[left, right]`` with peak ``mode`` (inverse CDF)."""
   key, shape, dtype = _float_args("triangular", key, shape, dtype, left, mode, right)

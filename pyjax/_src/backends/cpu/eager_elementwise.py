@@ -490,19 +490,24 @@ def _pow(x, y):
 
 def _cpow(x, y):
   """XLA's complex power: |x|^c e^(-d arg x) (cos q + i sin q) with q = c arg x +
-  (d/2) log|x|^2 for y = c + d i; y == 0 or x == 1 give 1; x == 0 gives 0 for real y > 0,
-  else NaN."""
+  d log|x| for y = c + d i; y == 0 or x == 1 give 1; x == 0 gives 0 for real y > 0,
+  else NaN.  |x| is ``hypot(a, b)`` (no underflow of a*a + b*b for |x| near 1e-30 in
+  float32, whose power with a negative exponent is finite), and subnormal parts count as
+  zero, as on XLA's CPU backend (flush-to-zero)."""
   dt = x.dtype
   x, y = np.broadcast_arrays(x, y)
   if y.dtype.kind in "iu":
     y = y.astype(dt)
   a, b, c, d = x.real, x.imag, y.real, y.imag
-  half = np.array(0.5, a.dtype)
-  aa_bb = a * a + b * b
-  arg = np.arctan2(b, a)
-  coeff = np.power(aa_bb, c * half) * np.exp(-d * arg)
-  q = np.where(d == 0, c * arg, c * arg + half * d * np.log(aa_bb))
-  out = _complex_from(coeff * np.cos(q), coeff * np.sin(q), dt)
+  tiny = np.finfo(a.dtype).tiny
+  a = np.where(np.abs(a) < tiny, a * 0, a)
+  b = np.where(np.abs(b) < tiny, b * 0, b)
+  with np.errstate(all="ignore"):
+    r = np.hypot(a, b)
+    arg = np.arctan2(b, a)
+    coeff = np.power(r, c) * np.exp(-d * arg)
+    q = np.where(d == 0, c * arg, c * arg + d * np.log(r))
+    out = _complex_from(coeff * np.cos(q), coeff * np.sin(q), dt)
   nan = np.array(complex(np.nan, np.nan), dt)
   one, zero = np.ones((), dt), np.zeros((), dt)
   x0 = (a == 0) & (b == 0)

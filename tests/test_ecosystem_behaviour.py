@@ -1,0 +1,248 @@
+"""Behaviour differences from JAX found by running libraries' own test suites (optax,
+chex) on pyjax: each test compares with real JAX where it is installed, else with the
+values JAX 0.10 gives."""
+import functools
+import inspect
+
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.numpy as jnp
+from pyjax import random
+
+
+def _jax():
+  return pytest.importorskip("jax")
+
+
+# --- complex power near zero ------------------------------------------------------------
+_CPOW_POINTS = [1e-30 + 0j, 1e-30 + 1e-30j, -1e-30 + 0j, 1e-20 - 3e-21j, 3e30 + 4e30j,
+                1e38 + 1e38j, 0j, 1e-45 + 0j, 2 + 1j]
+_CPOW_EXPONENTS = [-0.5, 0.5, 2.5, -0.5 + 1j, 0.3 - 0.2j]
+
+
+@pytest.mark.parametrize("y", _CPOW_EXPONENTS)
+def test_complex_pow_near_zero_and_large(y):
+  jax = _jax()
+  x = np.array(_CPOW_POINTS, np.complex64)
+  got = np.asarray(jnp.asarray(x) ** jnp.asarray(np.complex64(y)))
+  want = np.asarray(jax.numpy.asarray(x) ** jax.numpy.asarray(np.complex64(y)))
+  np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+
+
+def test_complex_rsqrt_of_tiny_is_finite():
+  out = complex(jnp.array(1e-30 + 0j, jnp.complex64) ** -0.5)
+  assert np.isfinite(out.real) and np.isfinite(out.imag)
+  np.testing.assert_allclose(out, 1e15, rtol=1e-6)
+
+
+# --- tracers have .copy() ------------------------------------------------------------------
+def test_tracer_copy():
+  jax = _jax()
+  f = lambda x: (x.copy() * 2).sum()
+  x = np.arange(3.0, dtype=np.float32)
+  np.testing.assert_allclose(pyjax.jit(f)(x), jax.jit(f)(x))
+  np.testing.assert_allclose(pyjax.grad(f)(x), jax.grad(f)(x))
+  assert str(pyjax.make_jaxpr(lambda x: x.copy())(x)) == str(jax.make_jaxpr(lambda x: x.copy())(x))
+  assert (str(pyjax.make_jaxpr(lambda x: jnp.array(x, copy=True))(x))
+          == str(jax.make_jaxpr(lambda x: jax.numpy.array(x, copy=True))(x)))
+
+
+# --- the jit object ------------------------------------------------------------------------
+def test_jit_object_is_a_wrapped_callable():
+  jax = _jax()
+
+  def f(x, y=2):
+    """doc of f"""
+    return x * y
+
+  for jit in (pyjax.jit, jax.jit):
+    jf = jit(f)
+    assert str(inspect.signature(jf)) == "(x, y=2)"
+    assert jf.__wrapped__ is f
+    assert (jf.__name__, jf.__doc__, jf.__qualname__, jf.__module__) == (
+        f.__name__, f.__doc__, f.__qualname__, f.__module__)
+    for attr in ("lower", "trace", "eval_shape", "clear_cache"):
+      assert callable(getattr(jf, attr))
+    assert jf.eval_shape(1.0).shape == ()
+    jf.clear_cache()
+
+  class A:
+    def __init__(self, k):
+      self.k = k
+
+    @functools.partial(pyjax.jit, static_argnums=0)
+    def m(self, x):
+      return x + self.k
+
+    def __hash__(self):
+      return hash(self.k)
+
+    def __eq__(self, other):
+      return self.k == other.k
+
+  assert float(A(3.0).m(1.0)) == 4.0          # bound through the descriptor protocol
+  assert A.__dict__["m"].__get__(None, A) is A.__dict__["m"]
+
+
+# --- avals ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "complex64", "bfloat16"])
+def test_aval_to_tangent_aval(dtype):
+  jax = _jax()
+  x = np.ones((2, 3), dtype=jnp.dtype(dtype))
+  got = pyjax.typeof(jnp.asarray(x)).to_tangent_aval()
+  want = jax.typeof(jax.numpy.asarray(x)).to_tangent_aval()
+  assert str(got) == str(want)
+  assert got.weak_type == want.weak_type
+  w = pyjax.typeof(1.0).to_tangent_aval()
+  assert str(w) == str(jax.typeof(1.0).to_tangent_aval()) and w.weak_type
+
+
+# --- out_sharding= --------------------------------------------------------------------------
+_SAMPLERS = {
+    "bits": lambda r, k, **kw: r.bits(k, (3,), **kw),
+    "uniform": lambda r, k, **kw: r.uniform(k, (3,), **kw),
+    "normal": lambda r, k, **kw: r.normal(k, (3,), **kw),
+    "randint": lambda r, k, **kw: r.randint(k, (3,), 0, 10, **kw),
+    "bernoulli": lambda r, k, **kw: r.bernoulli(k, 0.3, (3,), **kw),
+    "gamma": lambda r, k, **kw: r.gamma(k, 2.0, (3,), **kw),
+    "poisson": lambda r, k, **kw: r.poisson(k, 3.0, (3,), **kw),
+    "categorical": lambda r, k, **kw: r.categorical(k, np.zeros(4, np.float32), shape=(3,), **kw),
+    "truncated_normal": lambda r, k, **kw: r.truncated_normal(k, -1.0, 1.0, (3,), **kw),
+    "permutation": lambda r, k, **kw: r.permutation(k, 5, **kw),
+}
+
+
+def test_out_sharding_parameters_match_jax():
+  jax = _jax()
+  names = [n for n in dir(jax.random) if not n.startswith("_")]
+  for n in names:
+    f = getattr(jax.random, n)
+    try:
+      has = "out_sharding" in inspect.signature(f).parameters
+    except (TypeError, ValueError):
+      continue
+    if has and hasattr(random, n):
+      p = inspect.signature(getattr(random, n)).parameters
+      assert "out_sharding" in p, n
+      assert p["out_sharding"].kind is inspect.Parameter.KEYWORD_ONLY, n
+  for f in (jnp.array, jnp.asarray):
+    assert "out_sharding" in inspect.signature(f).parameters
+
+
+@pytest.mark.parametrize("name", sorted(_SAMPLERS))
+def test_sampler_out_sharding_none(name):
+  jax = _jax()
+  got = _SAMPLERS[name](random, random.key(0), out_sharding=None)
+  want = _SAMPLERS[name](jax.random, jax.random.key(0), out_sharding=None)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  assert got.dtype == want.dtype
+
+
+def test_array_out_sharding():
+  jax = _jax()
+  for f, g in ((jnp.array, jax.numpy.array), (jnp.asarray, jax.numpy.asarray)):
+    got, want = f([1.0, 2.0], out_sharding=None), g([1.0, 2.0], out_sharding=None)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype and not got.committed
+  # JAX accepts only NamedSharding/PartitionSpec: a device is a TypeError with its message
+  dev = pyjax.devices()[0]
+  with pytest.raises(TypeError, match="`out_sharding` argument of jnp.array only supports "
+                     "instances of `NamedSharding` or `PartitionSpec`"):
+    jnp.array([1.0], out_sharding=dev)
+  with pytest.raises(TypeError, match="`out_sharding` argument of normal only supports"):
+    random.normal(random.key(0), (2,), out_sharding=dev)
+
+
+# --- custom_vjp -------------------------------------------------------------------------------
+def _none_ct_fn(lib, bwd_out):
+  @lib.custom_vjp
+  def f(x, y):
+    return x["a"] * 2.0
+  f.defvjp(lambda x, y: (f(x, y), None), lambda r, g: bwd_out(g))
+  return f
+
+
+@pytest.mark.parametrize("case", ["dict_none", "nested_none", "whole_none"])
+def test_custom_vjp_none_cotangent_for_none_argument(case):
+  jax = _jax()
+  bwd, x, y = {
+      "dict_none": (lambda g: ({"a": g * 2.0, "b": None}, None), {"a": 1.0, "b": None}, None),
+      "nested_none": (lambda g: ({"a": g * 2.0, "b": None}, (None, None)),
+                      {"a": 1.0, "b": 2.0}, (None, 1.0)),
+      "whole_none": (lambda g: (None, None), {"a": 1.0, "b": 2.0}, None),
+  }[case]
+  got = pyjax.grad(_none_ct_fn(pyjax, bwd))(x, y)
+  want = jax.grad(_none_ct_fn(jax, bwd))(x, y)
+  assert pyjax.tree_util.tree_structure(got) == pyjax.tree_util.tree_structure(
+      jax.tree_util.tree_map(np.asarray, want))
+  for g, w in zip(pyjax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+    np.testing.assert_allclose(g, w)
+  got_j = pyjax.jit(pyjax.grad(_none_ct_fn(pyjax, bwd)))(x, y)
+  np.testing.assert_allclose(got_j["a"], 2.0 if case != "whole_none" else 0.0)
+
+
+def _sin_vjp(lib):
+  @lib.custom_vjp
+  def g(x):
+    return lib.numpy.sin(x)
+  g.defvjp(lambda x: (g(x), x), lambda x, ct: (ct * lib.numpy.cos(x),))
+  return g
+
+
+def test_linearize_of_custom_vjp_raises_only_when_evaluated():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    y, f_jvp = lib.linearize(_sin_vjp(lib), 1.0)
+    np.testing.assert_allclose(y, np.sin(np.float32(1.0)), rtol=1e-6)
+    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a "
+                       "custom_vjp function"):
+      f_jvp(1.0)
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+      lib.jvp(_sin_vjp(lib), (1.0,), (1.0,))
+
+
+def _symbolic_zeros_fn(lib, seen):
+  @lib.custom_vjp
+  def h(x, y):
+    return x * y
+
+  def h_fwd(x, y):
+    seen.append((type(x).__name__, type(y).__name__, x.perturbed, y.perturbed))
+    return h(x.value, y.value), (x.value, y.value)
+
+  def h_bwd(res, ct):
+    x, y = res
+    return (ct * y, ct * x)
+  h.defvjp(h_fwd, h_bwd, symbolic_zeros=True)
+  return h
+
+
+@pytest.mark.parametrize("transform", ["grad0", "grad1", "jit_grad", "grad_jit"])
+def test_custom_vjp_symbolic_zeros_fwd_sees_custom_vjp_primal(transform):
+  jax = _jax()
+  results = []
+  for lib in (jax, pyjax):
+    seen = []
+    h = _symbolic_zeros_fn(lib, seen)
+    t = {"grad0": lambda: lib.grad(h)(2.0, 3.0),
+         "grad1": lambda: lib.grad(h, argnums=1)(2.0, 3.0),
+         "jit_grad": lambda: lib.jit(lib.grad(h))(2.0, 3.0),
+         "grad_jit": lambda: lib.grad(lib.jit(h))(2.0, 3.0)}[transform]
+    results.append((float(t()), seen))
+  assert results[0] == results[1]
+  assert results[1][1][0][:2] == ("CustomVJPPrimal", "CustomVJPPrimal")
+  cvp = pyjax.custom_derivatives.CustomVJPPrimal
+  tree = {"a": cvp(1.0, True), "b": [cvp(2.0, False)]}
+  assert pyjax.custom_derivatives.custom_vjp_primal_tree_values(tree) == {"a": 1.0, "b": [2.0]}
+
+
+def test_effect_constructible_without_argument():
+  from pyjax._src import core
+
+  class MyEffect(core.Effect):
+    pass
+  e = MyEffect()
+  assert str(e) == "MyEffect"
+  assert isinstance(core.Effect(), core.Effect)
