@@ -1,0 +1,1 @@
+"""``jax.interpreters``: rule tables and helpers of pyjax's transformations."""

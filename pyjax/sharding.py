@@ -1,0 +1,5 @@
+"""``jax.sharding``: sharding descriptions and meshes (single-process; see
+``pyjax._src.sharding`` for what differs from JAX)."""
+from pyjax._src.sharding import (  # noqa: F401
+    AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding,
+    SingleDeviceSharding, get_abstract_mesh, get_mesh, set_mesh, use_mesh)
