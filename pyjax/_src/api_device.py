@@ -69,8 +69,15 @@ def _put_traced(x, device, src, donate, may_alias):
   return tree_util.tree_unflatten(tree, outs)
 
 
+def _is_placement(d):
+  """A device, a sharding (anything with a ``device_set``) or a platform name: a leaf of
+  a device_put placement tree."""
+  return (d is None or isinstance(d, (_devices.Device, SingleDeviceSharding, str))
+          or hasattr(d, "device_set"))
+
+
 def _prefix_leaves(d, x, n):
-  if d is None or isinstance(d, (_devices.Device, SingleDeviceSharding, str)):
+  if _is_placement(d):
     return [d] * n
   return tree_util.tree_leaves(tree_util.tree_map(lambda _, dd: dd, x, d,
                                                   is_leaf=lambda v: v is None))
@@ -91,7 +98,7 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 def _device_put(x, device, donate, may_alias):
-  if device is None or isinstance(device, (_devices.Device, SingleDeviceSharding, str)):
+  if _is_placement(device):
     d = _resolve_device(device)
     return tree_util.tree_map(lambda leaf: _put_one(leaf, d, may_alias, donate), x)
   return tree_util.tree_map(lambda leaf, dev: _put_one(leaf, _resolve_device(dev), may_alias, donate),

@@ -112,8 +112,10 @@ class Effect:
   ``ordered`` effects keep their program order relative to each other."""
   __slots__ = ("name", "ordered")
 
-  def __init__(self, name, ordered=False):
-    self.name = name
+  def __init__(self, name=None, ordered=False):
+    # JAX's user effects are ``class MyEffect(Effect): ...; my_effect = MyEffect()``:
+    # with no name an effect prints as its class name.
+    self.name = type(self).__name__ if name is None else name
     self.ordered = ordered
 
   def __repr__(self):
@@ -381,6 +383,13 @@ class Jaxpr:
   def out_avals(self):
     return [v.aval for v in self.outvars]
 
+  def replace(self, **kw):
+    """A copy with the given fields (``constvars``, ``invars``, ``outvars``, ``eqns``,
+    ``effects``, ``debug_info``) replaced."""
+    d = {k: getattr(self, k) for k in self.__slots__ if k != "__weakref__"}
+    d.update(kw)
+    return Jaxpr(**d)
+
   def __str__(self):
     return pp_jaxpr(self)
 
@@ -417,6 +426,11 @@ class ClosedJaxpr:
   @property
   def effects(self):
     return self.jaxpr.effects
+
+  def replace(self, *, jaxpr=None, consts=None):
+    """A copy with ``jaxpr`` and/or ``consts`` replaced."""
+    return ClosedJaxpr(self.jaxpr if jaxpr is None else jaxpr,
+                       self.consts if consts is None else consts)
 
   def __str__(self):
     return pp_jaxpr(self.jaxpr)
@@ -908,12 +922,16 @@ class StagingInterpreter(Interpreter):
 
 
 _PYJAX_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# File-name prefixes whose frames are never an equation's source (pyjax itself; libraries
+# add theirs with ``source_info_util.register_exclusion``).
+_source_exclusions = (_PYJAX_DIR,)
 
 
 def user_frame():
-  """(code, lasti) of the innermost frame outside pyjax: an equation's source info."""
+  """(code, lasti) of the innermost frame outside pyjax (and outside registered library
+  paths): an equation's source info."""
   f = sys._getframe(2)
-  while f is not None and f.f_code.co_filename.startswith(_PYJAX_DIR):
+  while f is not None and f.f_code.co_filename.startswith(_source_exclusions):
     f = f.f_back
   return None if f is None else (f.f_code, f.f_lasti)
 

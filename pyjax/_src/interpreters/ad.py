@@ -791,3 +791,42 @@ def _register_jit_rules():
 
 
 _register_jit_rules()
+
+
+# --- JAX's names for rule helpers (jax.interpreters.ad) ---------------------------------
+add_jaxvals_p = add_any_p
+JVPTrace = JVPInterpreter
+
+
+def add_jaxvals(x, y):
+  """``x + y`` for tangents/cotangents (the ``add_any`` primitive)."""
+  return add_any_p.bind(x, y)
+
+
+def get_primitive_transpose(p):
+  """The transpose rule of ``p``; NotImplementedError (JAX's message) when it has none."""
+  try:
+    return primitive_transposes[p]
+  except KeyError:
+    raise NotImplementedError(
+        f"Transpose rule (for reverse-mode differentiation) for '{p}' not implemented"
+    ) from None
+
+
+def defbilinear(prim, lhs_rule, rhs_rule):
+  """A primitive linear in each of its two arguments separately (like ``mul``/``dot``).
+  ``lhs_rule(ct, x, y, **params)`` is the cotangent of ``x`` when ``x`` is the linear
+  input (an ``UndefinedPrimal``), ``rhs_rule(ct, x, y, **params)`` that of ``y``."""
+  defjvp(prim, lambda g, x, y, **kw: prim.bind(g, y, **kw),
+         lambda g, x, y, **kw: prim.bind(x, g, **kw))
+
+  def transpose(ct, x, y, **kw):
+    if is_undefined_primal(x) == is_undefined_primal(y):
+      raise ValueError(f"bilinear transpose of {prim}: exactly one argument must be linear")
+    if type(ct) is Zero:
+      return [None, None]
+    if is_undefined_primal(x):
+      return [lhs_rule(ct, x, y, **kw), None]
+    return [None, rhs_rule(ct, x, y, **kw)]
+
+  primitive_transposes[prim] = transpose

@@ -55,8 +55,31 @@ class SingleDeviceSharding:
   def is_fully_addressable(self):
     return True
 
+  @property
   def addressable_devices(self):
     return {self._device}
+
+  @property
+  def num_devices(self):
+    return 1
+
+  @property
+  def _device_assignment(self):
+    return [self._device]
+
+  def with_memory_kind(self, kind):
+    return SingleDeviceSharding(self._device, memory_kind=kind)
+
+  def shard_shape(self, global_shape):
+    """The whole array is the device's one shard."""
+    return tuple(global_shape)
+
+  def devices_indices_map(self, global_shape):
+    """``{device: slices}``: the one device holds every index."""
+    return {self._device: tuple(slice(None) for _ in global_shape)}
+
+  def addressable_devices_indices_map(self, global_shape):
+    return self.devices_indices_map(global_shape)
 
 
 class ArrayImpl(Array):
