@@ -766,6 +766,12 @@ class custom_jvp:
     self.jvp = None
     self.symbolic_zeros = False
 
+  def __getattr__(self, name):
+    # attributes of the wrapped function (e.g. a custom_vmap's def_vmap), as JAX
+    if name == "fun" or name.startswith("__"):
+      raise AttributeError(name)
+    return getattr(self.fun, name)
+
   def __get__(self, instance, owner=None):
     if instance is None:
       return self
@@ -995,6 +1001,12 @@ class custom_vjp:
     self.fwd = None
     self.bwd = None
     self.symbolic_zeros = False
+
+  def __getattr__(self, name):
+    # attributes of the wrapped function (e.g. a custom_vmap's def_vmap), as JAX
+    if name == "fun" or name.startswith("__"):
+      raise AttributeError(name)
+    return getattr(self.fun, name)
 
   def __get__(self, instance, owner=None):
     if instance is None:
