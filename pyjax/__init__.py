@@ -34,6 +34,10 @@ from pyjax import ffi  # noqa: F401
 from pyjax import typing, flatten_util, ops, dlpack, lib, monitoring, test_util  # noqa: F401
 from pyjax import version  # noqa: F401
 from pyjax.version import __version_info__  # noqa: F401
+from pyjax import core, interpreters, api_util, sharding  # noqa: F401
+from pyjax._src.pmap import pmap  # noqa: F401
+from pyjax._src.sharding import make_mesh, set_mesh  # noqa: F401
+from pyjax._src.sharding import NamedSharding, PartitionSpec as P  # noqa: F401
 from pyjax import custom_batching  # noqa: F401
 
 __version__ = "0.1.0"
