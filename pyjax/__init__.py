@@ -31,6 +31,7 @@ from pyjax import nn, scipy  # noqa: F401
 from pyjax._src.jax_alias import install_as_jax  # noqa: F401
 from pyjax import profiler  # noqa: F401
 from pyjax import ffi  # noqa: F401
+from pyjax import export  # noqa: F401
 from pyjax import typing, flatten_util, ops, dlpack, lib, monitoring, test_util  # noqa: F401
 from pyjax import version  # noqa: F401
 from pyjax.version import __version_info__  # noqa: F401
