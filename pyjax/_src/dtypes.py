@@ -333,6 +333,51 @@ def _least_upper_bound(nodes):
       f"Input dtypes {tuple(str(n) for n in names)} have no available implicit dtype promotion path. {msg}")
 
 
+def _strict_upper_bounds():
+  # jax_numpy_dtype_promotion='strict': a weak node (a Python scalar's type) may become any
+  # dtype of its kind or the next weak kind (int -> float -> complex); a strongly typed
+  # dtype promotes to nothing but itself
+  ints = [d for d in int_dtypes]
+  floats = [d for d in float_dtypes]
+  edges = {_weak_int: [_weak_float, *ints], _weak_float: [_weak_complex, *floats],
+           _weak_complex: list(complex_dtypes)}
+  ub = {}
+  for node in (*_weak_nodes, bool_, *ints, *floats, *complex_dtypes):
+    seen, stack = {node}, [node]
+    while stack:
+      for m in edges.get(stack.pop(), ()):
+        if m not in seen:
+          seen.add(m)
+          stack.append(m)
+    ub[node] = seen
+  return ub
+
+
+_strict_ubs = _strict_upper_bounds()
+_weak_node_names = {_weak_int: "<class 'int'>", _weak_float: "<class 'float'>",
+                    _weak_complex: "<class 'complex'>"}
+
+
+def _strict_least_upper_bound(nodes, ordered):
+  """The least upper bound of ``nodes`` on JAX's strict promotion lattice, or
+  TypePromotionError (naming the input nodes as JAX does) when there is none."""
+  if len(nodes) == 1:
+    return next(iter(nodes))
+  common = set.intersection(*(_strict_ubs.get(n, {n}) for n in nodes))
+  lub = (common & set(nodes)) or {c for c in common if common <= _strict_ubs.get(c, {c})}
+  if len(lub) == 1:
+    return lub.pop()
+  names = []
+  for n in ordered:
+    name = _weak_node_names.get(n) or str(n)
+    if name not in names:
+      names.append(name)
+  raise TypePromotionError(
+      f"Input dtypes {tuple(names)} have no available implicit dtype promotion path when "
+      "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+      "type, or set jax_numpy_dtype_promotion=standard.")
+
+
 def _dtype_and_weak(x):
   t = type(x)
   if t in python_scalar_types:
@@ -365,15 +410,11 @@ def lattice_result_type(*args):
     out = _least_upper_bound(tuple(sorted(nodes, key=str)))
     weak = True
   else:
-    if strict:
-      nodes = frozenset(d for d, _ in pairs)
-      if len(nodes) > 1:
-        raise TypePromotionError(
-            f"Input dtypes {tuple(d.name for d, _ in pairs)} have no available implicit dtype "
-            "promotion path when jax_numpy_dtype_promotion=strict. Try explicitly casting "
-            "inputs to the desired output type, or set jax_numpy_dtype_promotion=standard.")
     nodes = frozenset(_node(d, w) for d, w in pairs)
-    out = _least_upper_bound(tuple(sorted(nodes, key=str)))
+    if strict:
+      out = _strict_least_upper_bound(nodes, tuple(_node(d, w) for d, w in pairs))
+    else:
+      out = _least_upper_bound(tuple(sorted(nodes, key=str)))
     weak = isinstance(out, str)
   if isinstance(out, str):
     out = _weak_default[out]()

@@ -258,13 +258,43 @@ def multiply(x, y, /, *, out=None, where=None):
   """jnp.multiply: elementwise x * y with broadcasting; booleans give logical and."""
   if out is not None or where is not None:
     _ufunc_kwargs("multiply", out, where)
+  x0, y0 = x, y
   x, y = promote_args("multiply", x, y)
+  if x.dtype != y.dtype or _is_bool(x0) != _is_bool(y0):
+    out = _pred_product(x0, y0, x, y)
+    if out is not None:
+      return out
   try:
     return lax.mul(x, y)
   except TypeError:
     if _dtype(x) == dtypes.bool_:
       return lax.bitwise_and(x, y)
     raise
+
+
+_PRED_PRODUCT_DTYPES = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64,
+                                                       np.complex64, np.complex128))
+
+
+def _pred_product(x0, y0, x, y):
+  """An eager product of a boolean array and a float/complex one as JAX computes it: XLA
+  turns ``mul(convert(p), a)`` into ``select(p, a, 0)`` (so ``[True, False] * nan`` is
+  ``[nan, 0.]``) when the boolean has the product's shape (see
+  ``backends/cpu/pred_mul.py``, which does the same in jitted code).  None when that
+  does not apply (traced operands: the backends see the pattern in the jaxpr)."""
+  if isinstance(x0, core.Tracer) or isinstance(y0, core.Tracer):
+    return None
+  if x.dtype not in _PRED_PRODUCT_DTYPES or isinstance(x, core.Tracer) or isinstance(
+      y, core.Tracer):
+    return None
+  shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+  for p, o in ((x0, y), (y0, x)):
+    if _is_bool(p) and np.shape(p) == shape:
+      from pyjax._src.lax import shapes as lax_s
+      if np.shape(o) != shape:
+        o = lax_s.broadcast_in_dim(o, shape, tuple(range(len(shape) - np.ndim(o), len(shape))))
+      return lax.select_n(p, _full_like(o, 0), o)
+  return None
 
 
 # --- unary functions that are not one primitive -----------------------------------------

@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from pyjax._src.backends.cpu.registry import impls, register
+from pyjax._src.backends.cpu import pred_mul
 
 _nd = np.ndarray
 _plans = weakref.WeakKeyDictionary()   # Jaxpr -> _Plan
@@ -93,8 +94,18 @@ class _Plan:
         keep.append(eqn)
         live.update(v for v in eqn.invars if not _is_literal(v))
     keep.reverse()
+    pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
     for eqn in keep:
       prim = eqn.primitive
+      pred_mul.note_convert(eqn, pred_of)
+      pm = pred_mul.match(eqn, pred_of)
+      if pm is not None:
+        o, = eqn.outvars
+        env[o] = s = self._new()
+        self.steps.append((pred_mul.mul_by_pred, [ref(pm[0]), ref(pm[1])], [s],
+                           [o.aval.dtype], {"dtype": o.aval.dtype, "shape": tuple(o.aval.shape)},
+                           False, None))
+        continue
       ins = [ref(v) for v in eqn.invars]
       pname = _INLINE_PARAM.get(prim.name)
       inner = eqn.params.get(pname) if pname is not None else None

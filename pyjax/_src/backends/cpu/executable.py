@@ -46,6 +46,7 @@ import numpy as np
 from pyjax._src import config as _config
 from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import eager as cpu_eager
+from pyjax._src.backends.cpu import pred_mul
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.backends.cpu.compiler import outpool as _outpool
 
@@ -492,8 +493,19 @@ def _emit_jaxpr(gen, jaxpr, env, indent="  "):
       return gen.const(v.val, v.aval)
     return env[v]
 
+  pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
   for eqn in _used_vars(jaxpr):
     prim = eqn.primitive
+    pred_mul.note_convert(eqn, pred_of)
+    pm = pred_mul.match(eqn, pred_of)
+    if pm is not None:
+      o, = eqn.outvars
+      name = gen.fresh()
+      fn = gen.glob(pred_mul.mul_by_pred, "f")
+      prm = gen.glob({"dtype": o.aval.dtype, "shape": tuple(o.aval.shape)}, "p")
+      gen.lines.append(f"{indent}{name} = {fn}({read(pm[0])}, {read(pm[1])}, **{prm})  # mul")
+      env[o] = name
+      continue
     ins = [read(v) for v in eqn.invars]
     jaxpr_param = eqn.params.get("jaxpr")
     if prim.name == "jit" and _is_closed(jaxpr_param):

@@ -760,6 +760,25 @@ def _scan_linearize(interp, primals, tangents, reverse, length, jaxpr, num_const
   return out_p, out_t
 
 
+def _ct_typed(aval, ct):
+  """``aval`` with the weak type of the cotangent ``ct`` (a Zero, a value or an aval)."""
+  if type(ct) is Zero:
+    ct_aval = ct.aval
+  else:
+    ct_aval = ct if isinstance(ct, ShapedArray) else core.get_aval(ct)
+  w = bool(getattr(ct_aval, "weak_type", False))
+  if getattr(aval, "weak_type", False) == w:
+    return aval
+  return ShapedArray(aval.shape, aval.dtype, w)
+
+
+def _match_weak(x, aval):
+  if core.get_aval(x).weak_type == aval.weak_type:
+    return x
+  return ew.convert_element_type_p.bind(x, new_dtype=aval.dtype, weak_type=aval.weak_type,
+                                        sharding=None)
+
+
 def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, unroll):
   consts, init, xs = _split(list(args), [num_consts, num_carry])
   c_lin = [ad.is_undefined_primal(a) for a in consts]
@@ -772,7 +791,10 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, u
   res_x = [a for a, m in zip(xs, x_lin) if not m]
   lin_c_avals = [ad.tangent_aval(a) for a, m in zip(c_av, c_lin) if m]
   lin_x_avals = [ad.tangent_aval(a) for a, m in zip(x_av, x_lin) if m]
-  k_t_avals = [ad.tangent_aval(a) for a in k_av]
+  # the carry cotangents keep the weak type of the incoming ones (as JAX, whose transposed
+  # body accumulates into the cotangent's type): a weak primal carry whose output
+  # cotangent is strong gives a strong cotangent for the initial carry
+  k_t_avals = [_ct_typed(ad.tangent_aval(a), c) for a, c in zip(k_av, ct_carry)]
   y_avals = list(jaxpr.out_avals[num_carry:])
   n_rc, n_lc, n_k = len(res_c), len(lin_c_avals), num_carry
   nz_y_avals = [ad.tangent_aval(a) for a, m in zip(y_avals, ys_nz) if m]
@@ -781,7 +803,7 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, u
     rc, acc, kc, cy, rx = _split(list(a), [n_rc, n_lc, n_k, len(nz_y_avals)])
     it_rc, it_rx = iter(rc), iter(rx)
     full_args = ([ad.UndefinedPrimal(av) if m else next(it_rc) for av, m in zip(c_av, c_lin)]
-                 + [ad.UndefinedPrimal(av) for av in k_av]
+                 + [ad.UndefinedPrimal(_ct_typed(av, kt)) for av, kt in zip(k_av, k_t_avals)]
                  + [ad.UndefinedPrimal(av) if m else next(it_rx) for av, m in zip(x_av, x_lin)])
     it_cy = iter(cy)
     full_cts = list(kc) + [next(it_cy) if m else Zero(ad.tangent_aval(av))
@@ -795,7 +817,8 @@ def _scan_transpose(cts, *args, reverse, length, jaxpr, num_consts, num_carry, u
         continue
       prev = next(it_acc)
       new_acc.append(prev if type(ct) is Zero else ad.add_any_p.bind(prev, ct))
-    out_k = [ad.instantiate_zeros(c) if type(c) is Zero else c for c in ck]
+    out_k = [_match_weak(ad.instantiate_zeros(c) if type(c) is Zero else c, kt)
+             for c, kt in zip(ck, k_t_avals)]
     out_x = [ad.instantiate_zeros(c) for c, m in zip(cx, x_lin) if m]
     return new_acc + out_k + out_x
 

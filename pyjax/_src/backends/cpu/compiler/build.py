@@ -4,9 +4,24 @@ one translation unit per executable, loaded once with ctypes.
 ``toolchain()`` finds the compiler and probes, once per process (and remembered on disk per
 compiler), what it supports: OpenMP, ``_Float16``, glibc's libmvec, ``-march=native``.
 ``PYJAX_CFLAGS`` appends flags (e.g. ``-fsanitize=address,undefined`` for the sanitizer
-test build).  Code is compiled with ``-O2`` and IEEE semantics intact (no
-``-ffast-math``; ``-fno-math-errno -fno-trapping-math`` only drop errno and FP-trap
-bookkeeping, which change no result).
+test build).  Code is compiled with ``-O2`` and IEEE semantics intact.  Every flag was
+audited for rewrites that change values:
+
+- no ``-ffast-math`` or any of its parts (``-fno-signed-zeros``, ``-ffinite-math-only``,
+  ``-funsafe-math-optimizations``, ``-freciprocal-math``, ``-fassociative-math``,
+  ``-fcx-limited-range``);
+- ``-fno-math-errno`` only drops ``errno`` bookkeeping of libm calls (same values);
+- ``-fno-trapping-math`` is NOT used: with it (and ``-march=native``'s SSE4.1) GCC rewrites
+  ``(float)(int)x`` into ``trunc(x)``, which keeps the sign of zero, so a float -> signed
+  int -> float round trip of a value in (-1, 0] gave -0.0 (``1 / that`` was ``-inf``).
+  Leaving FP traps honoured costs no vectorization in the generated kernels (their
+  object code differs only in scheduling);
+- ``-march=native`` makes FMA instructions available, and C's default
+  ``-ffp-contract=fast`` (GNU dialects) fuses ``a * b + c`` into one rounding, as XLA:CPU
+  does (JAX computes the fused value too); the NumPy tier rounds twice
+  (``docs/differences.md``);
+- ``-fopenmp-simd`` lets ``omp simd reduction`` loops reassociate sums, as XLA's
+  reductions do (the order of a float sum is not specified by JAX either).
 """
 from __future__ import annotations
 
@@ -38,8 +53,10 @@ class Toolchain:
     self.mvec = mvec
     self.native = native
     extra = shlex.split(os.environ.get("PYJAX_CFLAGS", ""))
+    # no -fno-trapping-math: it lets GCC turn (float)(int)x into trunc(x) (-0.0 for
+    # x in (-1, 0]); see the module docstring for the audit of every flag
     self.cflags = ["-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
-                   "-fno-trapping-math", "-fno-strict-aliasing"]
+                   "-fno-strict-aliasing"]
     if native:
       self.cflags.append("-march=native")
     # OpenMP only for its SIMD directives (``omp simd``, ``declare simd``): threads come

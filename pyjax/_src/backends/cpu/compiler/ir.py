@@ -155,8 +155,19 @@ def _read(env, v):
 
 
 def _convert(jaxpr, env, nodes):
+  from pyjax._src.backends.cpu import pred_mul
+  pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
   for eqn in jaxpr.eqns:
     name = eqn.primitive.name
+    pred_mul.note_convert(eqn, pred_of)
+    pm = pred_mul.match(eqn, pred_of)
+    if pm is not None:
+      o, = eqn.outvars
+      out = Value(o.aval.shape, o.aval.dtype)
+      zero = Lit(np.zeros((), o.aval.dtype)[()], o.aval.dtype)
+      nodes.append(Node("select_n", {}, [_read(env, pm[0]), zero, _read(env, pm[1])], [out]))
+      env[o] = out
+      continue
     ins = [_read(env, v) for v in eqn.invars]
     body_param = _INLINE_CALLS.get(name)
     body = eqn.params.get(body_param) if body_param else None
