@@ -35,10 +35,22 @@ from pyjax import export  # noqa: F401
 from pyjax import typing, flatten_util, ops, dlpack, lib, monitoring, test_util  # noqa: F401
 from pyjax import version  # noqa: F401
 from pyjax.version import __version_info__  # noqa: F401
+from pyjax._src.config import (  # noqa: F401
+    enable_checks, enable_x64, debug_key_reuse, check_tracer_leaks, checking_leaks,
+    enable_custom_prng, softmax_custom_jvp, debug_nans, debug_infs, log_compiles, no_tracing,
+    no_execution, explain_cache_misses, default_matmul_precision, default_prng_impl,
+    numpy_dtype_promotion, numpy_rank_promotion, allow_f16_reductions,
+    jax2tf_associative_scan_reductions, legacy_prng_key, threefry_partitionable,
+    array_garbage_collection_guard, transfer_guard, transfer_guard_host_to_device,
+    transfer_guard_device_to_device, transfer_guard_device_to_host,
+    remove_size_one_mesh_axis_from_type, thread_guard, auto_pcast)
+from pyjax._src.api_transpose import linear_transpose, fwd_and_bwd  # noqa: F401
+from pyjax._src.dtypes import float0  # noqa: F401
+from pyjax import custom_batching  # noqa: F401
 from pyjax import core, interpreters, api_util, sharding  # noqa: F401
 from pyjax._src.pmap import pmap  # noqa: F401
 from pyjax._src.sharding import make_mesh, set_mesh  # noqa: F401
 from pyjax._src.sharding import NamedSharding, PartitionSpec as P  # noqa: F401
-from pyjax import custom_batching  # noqa: F401
+from pyjax._src.environment import live_arrays, clear_caches, print_environment_info  # noqa: F401
 
 __version__ = "0.1.0"

@@ -42,6 +42,8 @@ from pyjax._src import monitoring as _monitoring
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
+from pyjax._src import config as _config
+from pyjax._src import environment as _environment
 from pyjax._src.interpreters import batching, staging
 from pyjax._src.interpreters.staging import jit_p
 from pyjax._src.runtime import devices as _devices
@@ -510,6 +512,7 @@ class JitWrapped:
     self._opts = opts
     self._fast = {}
     self._own_cache = {}
+    _environment.jit_wrappers.add(self)   # (clear_caches empties the fast paths)
     # The fast path: positional Arrays / Python scalars and (non-negative) static argnums.
     self._fast_ok = not (opts.static_argnums or opts.static_argnames)
     self._static_pos = None
@@ -751,6 +754,10 @@ class JitWrapped:
       outs = _execute(exe, bufs)
     out_dev = exe_dev
     arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
+    if _config.debug_special:   # jax_debug_nans / jax_debug_infs: no fast path either
+      from pyjax._src import debug_nans
+      debug_nans.check_jit_outputs(entry.name, arrays, self._fun, args, kwargs)
+      return entry.out_tree.unflatten(arrays)
     if not kwargs and not any(entry.donated) and len(self._fast) < _MAX_FAST:
       self._install_fast(entry, args, exe, dev, committed)
     return entry.out_tree.unflatten(arrays)

@@ -311,10 +311,15 @@ arguments rather than in a tuple, this error can arise."""
 
 
 class _VJPPullback:
-  """The cotangent map returned by ``vjp`` (wrapped in a ``tree_util.Partial``)."""
+  """The cotangent map returned by ``vjp``, wrapped in a ``tree_util.Partial`` whose
+  arguments are the residuals (as JAX's): the vjp function is a pytree with the residuals
+  as leaves, so it can be returned from and passed into ``jit`` (``fwd_and_bwd``).  This
+  object holds only static data (the linear jaxpr, avals, trees)."""
 
   def __init__(self, lin, in_tree, out_tree, in_avals, out_avals, fun):
-    self.lin = lin
+    self.lin = ad.LinearFunction(lin.jaxpr, (), lin.in_avals, lin.in_mask, lin.out_avals,
+                                 lin.out_mask)
+    self.n_res = len(lin.consts)
     self.in_tree = in_tree
     self.out_tree = out_tree
     self.in_avals = in_avals
@@ -325,6 +330,7 @@ class _VJPPullback:
     return f"VJP(fun={_fun_name(self.fun)}, in_tree={self.in_tree}, out_tree={self.out_tree})"
 
   def __call__(self, *args):
+    res, args = args[:self.n_res], args[self.n_res:]
     if len(args) != 1:
       raise TypeError(_VJP_ARITY_MSG.format(name=_fun_name(self.fun), n=len(args)))
     ct, = args
@@ -353,7 +359,9 @@ class _VJPPullback:
             f"{expected.str_short(short_dtypes=False)} because the corresponding output of "
             f"the differentiated function had JAX type {pa.str_short(short_dtypes=False)}")
       cts.append(c)
-    in_cts = self.lin.transpose(cts)
+    lin = self.lin
+    in_cts = ad.LinearFunction(lin.jaxpr, list(res), lin.in_avals, lin.in_mask, lin.out_avals,
+                               lin.out_mask).transpose(cts)
     outs = [_instantiate_ct(c, a) for c, a in zip(in_cts, self.in_avals)]
     return tree_util.tree_unflatten(self.in_tree, outs)
 
@@ -374,7 +382,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
   out_tree = out_tree_cell[0]
   pullback = _VJPPullback(lin, in_tree, out_tree, [core.get_aval(x) for x in leaves],
                           [core.get_aval(o) for o in out_p], fun)
-  vjp_fun = tree_util.Partial(pullback)
+  vjp_fun = tree_util.Partial(pullback, *lin.consts)
   out = tree_util.tree_unflatten(out_tree, out_p)
   return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
@@ -606,6 +614,13 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
       per_in = []
       for i, a in enumerate(in_avals):
         ta = ad.tangent_aval(a)
+        if ta.dtype == ad.float0 and a.dtype != ad.float0:
+          # as JAX: the rows of an integer/boolean input are its float0 cotangents
+          # converted to the input's dtype, i.e. zeros of that dtype
+          leaf = ad.zeros_like_aval(ShapedArray(tuple(oa.shape) + tuple(a.shape), a.dtype,
+                                                a.weak_type))
+          per_in.append(leaf)
+          continue
         col = [_instantiate_ct(r[i], a) for r in rows]
         leaf = _stack(col, oa.shape, "first", a.shape, ta.dtype)
         # (JAX's rows are cotangents of the input: weakly typed iff the input is)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src import config as _config
 from pyjax._src import profiler as _profiler
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
@@ -37,11 +38,17 @@ def _put_one(x, device, may_alias=None, donate=False):
       return x
     if x._device is device and x._committed:
       return x
+    if _config.d2d_guarded and x._device is not device:
+      from pyjax._src import transfer_guard
+      transfer_guard.device_to_device(x.aval, x._device, device, True)
     buf = x._data() if (may_alias is not False) else x._data().copy()
     return ArrayImpl(buf, x.aval, device, True)
   from pyjax._src.numpy.array_constructors import asarray
   if isinstance(x, (np.ndarray, np.generic)) or type(x) in dtypes.python_scalar_types or hasattr(x, "__jax_array__") \
       or isinstance(x, (bool, int, float, complex)):
+    if _config.h2d_guarded and not hasattr(x, "__jax_array__"):
+      from pyjax._src import transfer_guard
+      transfer_guard.host_to_device(transfer_guard.host_aval(x), device, True)
     a = asarray(x)
     if isinstance(x, (np.ndarray, np.generic)):
       a = ArrayImpl(np.array(a._data(), copy=True), ShapedArray(a.shape, a.dtype, False), a._device, False)

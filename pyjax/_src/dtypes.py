@@ -110,6 +110,12 @@ def check_user_dtype(dtype, fun_name=None):
     return None
   d = to_numpy_dtype(dtype)
   c = canonicalize_dtype(d)
+  if c != d and _config.config.jax_explicit_x64_dtypes == 2:   # ExplicitX64Mode.ERROR
+    where = f" requested in {fun_name}" if fun_name else ""
+    raise ValueError(f"Explicitly requested dtype {d.name}{where} is not available. To enable "
+                     "more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes "
+                     "configuration options.See https://github.com/jax-ml/jax#current-gotchas "
+                     "for more.")
   if c != d and (fun_name, d) not in _warned_64:
     _warned_64.add((fun_name, d))
     msg = (f"Explicitly requested dtype {d.name} requested in {fun_name} is not available, "

@@ -6,6 +6,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.config import config
+from pyjax._src import config as _cfg
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.runtime.array import ArrayImpl, Array
 
@@ -84,7 +85,18 @@ def constant(x, to_dtype, weak=False, position=0):
   else:
     with np.errstate(all="ignore"):  # float overflow to inf, NaN to int: as XLA, silently
       buf = np.asarray(x).astype(to_dtype)
-  return ArrayImpl(buf, ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_), None, False)
+  aval = ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_)
+  if _cfg.h2d_guarded:
+    _guard_h2d(aval)
+  return ArrayImpl(buf, aval, None, False)
+
+
+def _guard_h2d(aval):
+  """jax_transfer_guard: a host constant becoming an Array eagerly is an implicit transfer
+  (inside a trace it becomes a literal: no transfer)."""
+  if core._state.interp is core.eval_interpreter:
+    from pyjax._src import transfer_guard
+    transfer_guard.host_to_device(aval, None, False)
 
 
 def asarray_weak(x):
@@ -190,6 +202,8 @@ def _scalar_like(aval, y):
         _WEAK_SCALAR_BUFS[key] = b
   # a fresh Array each time (autodiff tells values apart by identity); only the
   # read-only NumPy buffer is shared
+  if _cfg.h2d_guarded:
+    _guard_h2d(_WEAK_SCALAR_AVALS[d])
   return ArrayImpl(b, _WEAK_SCALAR_AVALS[d], None, False)
 
 

@@ -47,10 +47,16 @@ def _to_numpy(x):
       b = np.array(x, d)
     except OverflowError:
       raise OverflowError(f"Python int {x} too large to convert to {d.name}") from None
+    if _config.h2d_guarded:
+      from pyjax._src import transfer_guard
+      transfer_guard.host_to_device(ShapedArray((), d, t is not bool), None, False)
     return b, ShapedArray((), d, t is not bool)
   if isinstance(x, (np.ndarray, np.generic)):
     d = dtypes.canonicalize_dtype(x.dtype)
     b = np.asarray(x, d)
+    if _config.h2d_guarded:
+      from pyjax._src import transfer_guard
+      transfer_guard.host_to_device(ShapedArray(b.shape, d, False), None, False)
     return b, ShapedArray(b.shape, d, False)
   if _is_tracer is not None and _is_tracer(x):
     from pyjax._src import core  # the escaped tracer error lives in core
@@ -147,6 +153,9 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
     if res is not None:
       return res
   out = impl(*bufs, **params)
+  if _config.debug_special:   # jax_debug_nans / jax_debug_infs
+    from pyjax._src import debug_nans
+    debug_nans.check_primitive_outputs(name, out, prim.multiple_results)
   if device is None:
     device = _devices.default_device()
   if prim.multiple_results:
@@ -162,7 +171,8 @@ def _maybe_async(prim, impl, out_aval, bufs, params, device, committed):
   for b in bufs:
     if type(b) is PendingBuffer or b.size >= _ASYNC_ELEMENTS:
       big = True
-  if not big or not _config.cpu_async_dispatch or _stream.in_worker():
+  if (not big or not _config.cpu_async_dispatch or _stream.in_worker()
+      or _config.debug_special):
     if any(type(b) is PendingBuffer for b in bufs):   # (asynchronous dispatch turned off)
       bufs[:] = [b.result() if type(b) is PendingBuffer else b for b in bufs]
     return None

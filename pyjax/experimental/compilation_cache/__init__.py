@@ -1,0 +1,1 @@
+"""pyjax.experimental.compilation_cache (as jax.experimental.compilation_cache)."""
