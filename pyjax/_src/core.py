@@ -150,6 +150,12 @@ class Interpreter:
   def process_primitive(self, prim, args, params):
     raise NotImplementedError(type(self).__name__)
 
+  @property
+  def main(self):
+    """JAX's ``trace.main`` (a trace's tag): what identifies this trace's tracers -- in
+    pyjax the interpreter itself (``tracer._trace.main is interp.main``)."""
+    return self
+
 
 class EvalInterpreter(Interpreter):
   """The bottom: run each primitive now on the default backend."""
