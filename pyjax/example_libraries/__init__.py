@@ -1,0 +1,2 @@
+"""pyjax.example_libraries (as jax.example_libraries): ``stax`` (layers) and
+``optimizers``."""
