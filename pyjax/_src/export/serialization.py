@@ -269,6 +269,7 @@ _SINGLETONS = {"UnspecifiedValue": "UNSPECIFIED", "_EmptyMesh": "EMPTY_MESH"}
 
 
 def decode(r):
+  """Read one value written by ``encode``."""
   tag = r.byte()
   if tag == T_NONE:
     return None
@@ -487,11 +488,37 @@ def _scan_modules(kind):
 
 
 _prims = {}
+_prim_modules = {}
 
 
-def find_primitive(name):
+def primitive_module(prim):
+  """The name of a pyjax module defining ``prim`` (written next to its name, so that
+  reading can import a module the reading process has not loaded yet)."""
+  m = _prim_modules.get(prim)
+  if m is None:
+    for name, mod in list(sys.modules.items()):
+      if mod is not None and (name == "pyjax" or name.startswith("pyjax.")) and any(
+          v is prim for v in list(vars(mod).values())):
+        m = name
+        break
+    m = _prim_modules[prim] = m or ""
+  return m
+
+
+def find_primitive(name, module=""):
+  """The primitive called ``name`` (defined in ``module``, a pyjax module imported first
+  when given)."""
   p = _prims.get(name)
   if p is None:
+    if module:
+      if not (module == "pyjax" or module.startswith("pyjax.")):
+        raise ValueError(f"Cannot deserialize pyjax Exported: module {module} is not part "
+                         "of pyjax")
+      try:
+        importlib.import_module(module)
+      except ImportError as e:
+        raise ValueError(f"Cannot deserialize pyjax Exported: primitive '{name}' needs "
+                         f"module {module}, which cannot be imported ({e})") from None
     _prims.clear()
     for k, vs in _scan_modules(core.Primitive).items():
       if len(vs) == 1:
@@ -565,7 +592,8 @@ def _encode_jaxpr_body(w, jaxpr, consts):
 
   w.uvar(len(jaxpr.eqns))
   for eqn in jaxpr.eqns:
-    name = eqn.primitive.name
+    prim = eqn.primitive
+    name = prim.name
     params = eqn.params
     if name in _CUSTOM_RULE_PRIMS:
       # custom differentiation rules are Python callables: keep the primal computation,
@@ -576,8 +604,10 @@ def _encode_jaxpr_body(w, jaxpr, consts):
         body = core.ClosedJaxpr(body, [])
       params = staging.jit_params(body, params.get("name") or name,
                                   (False,) * len(eqn.invars), inline=True)
-      name = "jit"
+      prim = staging.jit_p
+      name = prim.name
     w.text(name)
+    w.text(primitive_module(prim))
     w.uvar(len(params))
     for k in sorted(params):
       w.text(k)
@@ -638,7 +668,8 @@ def _decode_jaxpr(r, closed):
 
   eqns = []
   for _ in range(r.uvar()):
-    prim = find_primitive(r.text())
+    prim_name = r.text()
+    prim = find_primitive(prim_name, r.text())
     params = {}
     for _ in range(r.uvar()):
       k = r.text()
@@ -671,6 +702,7 @@ def _decode_jaxpr(r, closed):
 
 # --- blobs ----------------------------------------------------------------------------------
 def to_bytes(value):
+  """A blob (header, payload, checksum) holding ``value``."""
   w = _Writer()
   encode(w, value)
   payload = bytes(w.out)
@@ -679,6 +711,8 @@ def to_bytes(value):
 
 
 def from_bytes(blob):
+  """The value held by a blob written by ``to_bytes`` (``ValueError`` when the blob is not
+  one, is of another format version, truncated or corrupted)."""
   try:
     data = memoryview(bytes(blob))
   except TypeError:

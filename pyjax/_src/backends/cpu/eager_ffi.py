@@ -67,6 +67,8 @@ _targets_lock = threading.Lock()
 
 
 def add_target(name, platform, address, keep):
+  """Register the C function at ``address`` as target ``name`` for ``platform``
+  (``keep`` is held so the library or capsule providing it stays alive)."""
   with _targets_lock:
     _targets[(name, platform)] = (HANDLER(address), keep)
 
@@ -77,6 +79,7 @@ def registered_targets(platform="cpu"):
 
 
 def dtype_code(dt):
+  """The ABI's code for dtype ``dt`` (TypeError for dtypes it has none for)."""
   code = DTYPE_CODES.get(np.dtype(dt).name)
   if code is None:
     raise TypeError(f"ffi_call: dtype {np.dtype(dt).name} has no pyjax FFI dtype code")
