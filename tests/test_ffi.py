@@ -169,6 +169,16 @@ def test_scale_add(lib, mode):
   np.testing.assert_allclose(out, np.sin(2 * np.cos(x) + y) * 3, rtol=2e-6, atol=2e-6)
 
 
+def test_scalars_and_numpy_inputs(lib, mode):
+  x = np.arange(3, dtype=np.float32)
+  out = _run(mode, lambda x: ffi.ffi_call("test_scale_add", _sds((3,), jnp.float32))(
+      x, 2.0, scale=1), x)      # a weakly typed scalar argument (rank 0)
+  np.testing.assert_array_equal(out, x + 2)
+  s = _run(mode, lambda a, b: ffi.ffi_call("test_scale_add", _sds((), jnp.float32))(
+      a, b, scale=3), np.float32(2), np.float32(1))
+  assert s.shape == () and s.dtype == jnp.float32 and float(s) == 7.0
+
+
 def test_native_tier_runs_the_target(lib, tmp_path):
   from pyjax import profiler
   import glob

@@ -115,15 +115,20 @@ def _attr(name, value, keep):
                   "supported (pyjax passes int, float, bool, str and NumPy arrays)")
 
 
+def _c_order(a):
+  """``a`` C-contiguous (0-d arrays stay 0-d, unlike ``np.ascontiguousarray``)."""
+  return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
 def _physical(x, minor_to_major):
   """``x`` laid out in memory in the given (XLA minor-to-major) dimension order, and the
   major-to-minor order the frame reports."""
   m2m = tuple(minor_to_major)
   major = tuple(reversed(m2m))
   if major == tuple(range(x.ndim)):
-    return np.ascontiguousarray(x), major
+    return _c_order(x), major
   # memory order ``major``: a C-contiguous transpose viewed back with logical axes
-  return np.ascontiguousarray(np.transpose(x, major)).transpose(np.argsort(major)), major
+  return _c_order(np.transpose(x, major)).transpose(np.argsort(major)), major
 
 
 def _dims_ptr(shape):
@@ -150,7 +155,7 @@ def call_target(args, *, result_avals, target_name, input_layouts, output_layout
     keep.append(p)
     dims, layout = _dims_ptr(x.shape), _int64s(major)
     keep.append((dims, layout))
-    in_bufs.append(Buffer(p.ctypes.data, dtype_code(p.dtype), p.ndim, dims, layout))
+    in_bufs.append(Buffer(p.ctypes.data, dtype_code(p.dtype), x.ndim, dims, layout))
   aliases = dict(input_output_aliases)     # output -> input
   aliases = {o: i for i, o in aliases.items()}
   outs, out_majors, out_bufs = [], [], []
@@ -187,7 +192,7 @@ def call_target(args, *, result_avals, target_name, input_layouts, output_layout
     msg = err.value.decode("utf-8", "replace")
     code = STATUS_NAMES.get(int(status), "INTERNAL")
     raise errors.JaxRuntimeError(f"{code}: {msg or f'FFI handler {target_name} failed'}")
-  return [np.ascontiguousarray(o) for o in outs]
+  return [_c_order(o) for o in outs]
 
 
 @register("ffi_call")
