@@ -10,6 +10,11 @@ Compute types (XLA's semantics): half and 8-bit floats are computed in float32;
 integer and bool contractions are exact modulo 2**64 and then wrap to the output type
 (small integer types go through float64 BLAS when that is exact); a float result
 requested as an integer type (``preferred_element_type``) converts with saturation.
+
+Integer, bool, float16 and bfloat16 products run on pyjax's native GEMM
+(``compiler/gemm_c.py``, the kernel the compiled tier uses too) when a C compiler exists:
+integers wrap in the output width, halves accumulate in float32 in the kernel's fixed
+order (see there), so eager, NumPy-tier and compiled results are bit-identical.
 """
 from __future__ import annotations
 
@@ -110,12 +115,53 @@ def _convert_mixed(lhs, rhs, out_dtype):
 
 
 # --- dot_general -------------------------------------------------------------------------
+_HALVES = frozenset(["float16", "bfloat16"])
+# integer products smaller than this (multiply-adds) stay on NumPy (a native call costs a
+# few microseconds); half-precision ones always run natively, so that the summation order
+# is the compiled tier's at every size
+NATIVE_INT_MIN_WORK = 4096
+_gemm = None
+
+
+def _native_dot(lhs, rhs, lc, rc, lb, rb, pref):
+  """dot_general on the native GEMM (``compiler/gemm_c.py``) for integer, bool and
+  half-precision operands: the operands are viewed (or copied, when no view exists) as
+  (batch, free, contracting) and (batch, contracting, free); None when the kernel does
+  not cover the dtypes or no C compiler exists."""
+  global _gemm
+  dt = lhs.dtype
+  if dt != rhs.dtype or dt.kind not in "iub" and dt.name not in _HALVES:
+    return None
+  out_dt = dt if pref is None else np.dtype(pref)
+  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
+  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
+  bshape = tuple(lhs.shape[i] for i in lb)
+  lfs = tuple(lhs.shape[i] for i in lf)
+  rfs = tuple(rhs.shape[i] for i in rf)
+  nb, m, n = math.prod(bshape), math.prod(lfs), math.prod(rfs)
+  k = math.prod(lhs.shape[i] for i in lc)
+  if dt.kind in "iub" and nb * m * n * k < NATIVE_INT_MIN_WORK:
+    return None
+  if _gemm is None:
+    from pyjax._src.backends.cpu.compiler import gemm_c
+    _gemm = gemm_c
+  if _gemm.acc_of(dt, dt, out_dt) is None:
+    return None
+  a = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(nb, m, k)
+  b = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(nb, k, n)
+  out = _gemm.eager_matmul(a, b, out_dt)
+  return None if out is None else out.reshape(bshape + lfs + rfs)
+
+
 @register("dot_general")
 def _dot_general(lhs, rhs, *, dimension_numbers, precision=None,
                  preferred_element_type=None, out_sharding=None):
   (lc, rc), (lb, rb) = dimension_numbers
   if preferred_element_type is not None and lhs.dtype != rhs.dtype:
     lhs, rhs = _convert_mixed(lhs, rhs, np.dtype(preferred_element_type))
+  out = _native_dot(lhs, rhs, lc, rc, lb, rb, preferred_element_type)
+  if out is not None:
+    return out
   ct = _compute_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
   # fast path: plain matrix/vector products
   if not lb and len(lc) == 1 and rc == (0,) and lc[0] == lhs.ndim - 1 and lhs.ndim <= 2 \

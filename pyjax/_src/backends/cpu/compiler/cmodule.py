@@ -128,7 +128,8 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
     else:
       lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], L.storage_type)
       body.extend("  " + ln for ln in lines)
-  has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" for g in seg.groups)
+  has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" and g not in kernels
+                for g in seg.groups)
   out = []
   out.append(f"{'static ' if static else ''}void {fname}(void **B, char *A) {{")
   out.append("  (void)B; (void)A;")
@@ -149,7 +150,7 @@ def _segment_work(seg):
   for g in seg.groups:
     if g.kind == "loop":
       work += math.prod(g.full_shape)
-    elif g.node.prim != "dot_general":
+    elif g.node.prim != "dot_general" or opaque.lookup(g.node) is not None:
       work += opaque.lookup(g.node).work(g.node)
     else:
       node = g.node
@@ -323,7 +324,11 @@ PyObject *pyjax_make(int seg, PyObject *spec) {
   if (PyErr_Occurred()) { return NULL; }
   PyObject *cap = PyCapsule_New(I, "pyjax.segment", pj_inst_free);
   if (!cap) return NULL;
-  PyObject *fn = PyCFunction_NewEx(&pj_defs[seg], cap, NULL);
+  /* spec[10]: the library's owner, kept as the function's m_module: CPython releases it
+     after m_self (the capsule, whose destructor is in this library), so the library is
+     unloaded only once nothing from it remains */
+  PyObject *owner = PyTuple_Size(spec) > 10 ? PyTuple_GetItem(spec, 10) : NULL;
+  PyObject *fn = PyCFunction_NewEx(&pj_defs[seg], cap, owner);
   Py_DecRef(cap);
   return fn;
 }
@@ -341,7 +346,7 @@ def group_kernels(fusion, seg, prefix):
     name = f"{prefix}{g.id}"
     if g.kind == "loop":
       src, params = codegen_c.kernel_source(fusion, g, root, name)
-    elif g.node.prim != "dot_general":
+    elif g.node.prim != "dot_general" or opaque.lookup(g.node) is not None:
       src, params = opaque.lookup(g.node).kernel_source(g.node, name), None
     else:
       continue

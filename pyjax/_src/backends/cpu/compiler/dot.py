@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import gemm_c
 from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler.ir import Node, Value
 
@@ -69,10 +70,12 @@ def blas_able(node):
 
 
 def canonicalize(program):
-  """Insert transposes so that every BLAS-able dot has a canonical operand layout."""
+  """Insert transposes so that every BLAS-able dot, and every dot the native GEMM
+  (``gemm_c.py``) runs, has a canonical operand layout."""
   new_nodes = []
   for node in program.nodes:
-    if node.prim == "dot_general" and blas_able(node) and orientation(node) is None:
+    if node.prim == "dot_general" and (blas_able(node) or gemm_c.node_supported(node)) \
+        and orientation(node) is None:
       lc, rc, lb, rb, lf, rf = _dims(node)
       lhs, rhs = node.ins
       nb = len(lb)

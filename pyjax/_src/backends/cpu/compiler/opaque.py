@@ -19,7 +19,8 @@ its operands are materialized before it and its outputs after it.  Multi-output 
 allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (sort, top_k,
 cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py``
 (dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``window_c.py``
-(reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add).
+(reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add), ``gemm_c.py``
+(dot_general on integer, bool and half-precision operands; float32/float64 dots call BLAS).
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ _MODULES = ["pyjax._src.backends.cpu.compiler.conv",
             "pyjax._src.backends.cpu.compiler.sort_cum",
             "pyjax._src.backends.cpu.compiler.gather_scatter",
             "pyjax._src.backends.cpu.compiler.slicing_c",
-            "pyjax._src.backends.cpu.compiler.window_c"]
+            "pyjax._src.backends.cpu.compiler.window_c",
+            "pyjax._src.backends.cpu.compiler.gemm_c"]
 _loaded = False
 
 
