@@ -507,3 +507,18 @@ class float0_type:
 
 # float0: the tangent dtype of integer/boolean primals (a zero-size void dtype, as in JAX).
 float0 = np.dtype([("float0", np.void, 0)])
+
+
+class ExtendedDType:
+  """Base class of extended (non-NumPy) dtypes, JAX's ``dtypes.ExtendedDType``: a
+  subclass gives ``type`` (a subclass of ``extended``), ``name`` and ``_rules``.  pyjax
+  recognizes extended dtypes by ``_pyjax_extended`` (``issubdtype``)."""
+  _pyjax_extended = True
+  type = extended
+
+  @property
+  def name(self):
+    return type(self).__name__
+
+
+DType = np.dtype

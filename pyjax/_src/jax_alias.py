@@ -106,6 +106,13 @@ def install_as_jax():
     return
   _FINDER = JaxAliasFinder()
   sys.meta_path.insert(0, _FINDER)
+  # Libraries choose code paths by `jax.__version_info__` (flax, equinox: "JAX >= 0.5.1
+  # has the new signature"); aliased, the package reports the JAX release whose API pyjax
+  # implements (pyjax's own number stays in `pyjax.version`).
+  from pyjax._src import version as _version
+  pkg = sys.modules["pyjax"]
+  pkg.__version__ = _version._jax_version
+  pkg.__version_info__ = _version._jax_version_info
   # Modules pyjax has already imported are bound under their jax names at once, so a
   # later `import jax.numpy` finds them without going through the finder.
   for name, mod in list(sys.modules.items()):
@@ -119,6 +126,11 @@ def uninstall_as_jax():
   if _FINDER is not None and _FINDER in sys.meta_path:
     sys.meta_path.remove(_FINDER)
   _FINDER = None
+  pkg = sys.modules.get("pyjax")
+  if pkg is not None:
+    from pyjax._src import version as _version
+    pkg.__version__ = _version.__version__
+    pkg.__version_info__ = _version.__version_info__
   for name in [n for n in sys.modules if n == "jax" or n.startswith("jax.")]:
     mod = sys.modules[name]
     if getattr(mod, "__name__", "").split(".")[0] == "pyjax":

@@ -269,6 +269,18 @@ class AbstractMesh:
   def manual_axes(self):
     return self._axes_of_type(AxisType.Manual)
 
+  @property
+  def are_all_axes_auto(self):
+    return all(t == AxisType.Auto for t in self.axis_types)
+
+  @property
+  def are_all_axes_explicit(self):
+    return all(t == AxisType.Explicit for t in self.axis_types)
+
+  @property
+  def are_all_axes_manual(self):
+    return all(t == AxisType.Manual for t in self.axis_types)
+
   def __eq__(self, other):
     return (type(other) is type(self) and self.axis_sizes == other.axis_sizes
             and self.axis_names == other.axis_names and self.axis_types == other.axis_types)
@@ -340,6 +352,10 @@ class Mesh:
   @property
   def abstract_mesh(self):
     return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
+  are_all_axes_auto = AbstractMesh.are_all_axes_auto
+  are_all_axes_explicit = AbstractMesh.are_all_axes_explicit
+  are_all_axes_manual = AbstractMesh.are_all_axes_manual
 
   @property
   def _flat_devices_tuple(self):
