@@ -280,3 +280,26 @@ def test_ffi_call_params_round_trip():
   (eqn,) = back.jaxpr.jaxpr.eqns
   assert dict(eqn.params["attributes"])["arr"] == dict(e.jaxpr.jaxpr.eqns[0].params["attributes"])["arr"]
   assert [str(x) for x in back.unordered_effects] == ["FFI"]
+
+
+def test_vjp_matches_jax():
+  jax = pytest.importorskip("jax")
+
+  def make(np_mod):
+    def f(x, w):
+      return np_mod.tanh(x @ w), (x * 2).astype(np_mod.int32)
+    return f
+  rs = np.random.RandomState(4)
+  x, w = rs.rand(2, 3).astype(np.float32), rs.rand(3, 4).astype(np.float32)
+  ours = export.deserialize(export.export(pyjax.jit(make(jnp)))(x, w).serialize())
+  theirs = jax.export.export(jax.jit(make(jax.numpy)))(x, w)
+  assert ours.has_vjp()
+  v = export.deserialize(ours.vjp().serialize())   # float0 cotangents survive the format
+  jv = theirs.vjp()
+  assert v.fun_name == jv.fun_name
+  assert [str(a) for a in v.in_avals] == [str(a) for a in jv.in_avals]
+  assert [str(a) for a in v.out_avals] == [str(a) for a in jv.out_avals]
+  ct = rs.rand(2, 4).astype(np.float32)
+  c0 = np.zeros((2, 3), jax.dtypes.float0)
+  for p, q in zip(v.call(x, w, ct, c0), jv.call(x, w, ct, c0)):
+    np.testing.assert_allclose(np.asarray(p), np.asarray(q), rtol=1e-5, atol=1e-6)

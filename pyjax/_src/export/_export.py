@@ -12,8 +12,8 @@ only, and ``mlir_module()`` does not exist; ``Exported.jaxpr`` holds the program
 ``calling_convention_version`` is pyjax's format version (``minimum_/
 maximum_supported_calling_convention_version`` are 1); no shape polymorphism
 (``symbolic_shape``/``symbolic_args_specs`` are not provided); ``call`` differentiates
-the exported program itself (JAX needs ``serialize(vjp_order=...)``; pyjax accepts and
-ignores ``vjp_order``), except that custom JVP/VJP rules inside it are not kept: as in
+the exported program itself and ``vjp()`` is always available (JAX needs
+``serialize(vjp_order=...)``; pyjax accepts and ignores ``vjp_order``), except that custom JVP/VJP rules inside it are not kept: as in
 JAX's export, only their primal computation is serialized.  Programs containing Python
 callbacks cannot be serialized (``ValueError``); they can still be exported and called in
 the same process.
@@ -127,6 +127,28 @@ class Exported:
   def has_vjp(self):
     """True: pyjax differentiates the exported jaxpr itself."""
     return True
+
+  def vjp(self):
+    """The ``Exported`` VJP of this program: it takes the flat primal arguments followed
+    by one cotangent per flat output (``float0`` for integer outputs) and returns the
+    flat cotangents of the arguments, as JAX's ``Exported.vjp()``."""
+    from pyjax._src import api, api_ad
+    closed = self.jaxpr
+    n = len(self.in_avals)
+
+    def primal(*xs):
+      return core.eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+
+    def fun_vjp(*args_and_cts):
+      _, pullback = api_ad.vjp(primal, *args_and_cts[:n])
+      return pullback(list(args_and_cts[n:]))
+    fun_vjp.__name__ = fun_vjp.__qualname__ = "fun_vjp_jax"   # JAX's name for it
+    specs = [api.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+             for a in self.in_avals]
+    specs += [api.ShapeDtypeStruct(t.shape, t.dtype)
+              for t in (a.to_tangent_aval() for a in self.out_avals)]
+    return export(api.jit(fun_vjp), platforms=self.platforms,
+                  disabled_checks=self.disabled_safety_checks)(*specs)
 
   def in_shardings_jax(self, mesh):
     """The input shardings (None each: pyjax exports carry none)."""

@@ -34,7 +34,7 @@ import zlib
 
 import numpy as np
 
-from pyjax._src import core
+from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 
 MAGIC = b"PYJAXEXP"
@@ -137,10 +137,15 @@ def _resolve_class(path):
 
 
 def _dtype_name(dt):
-  return np.dtype(dt).name
+  dt = np.dtype(dt)
+  if dt == dtypes.float0:
+    return "float0"
+  return dt.name
 
 
 def _dtype(name):
+  if name == "float0":
+    return dtypes.float0
   try:
     return np.dtype(name)
   except TypeError:
