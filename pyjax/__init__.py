@@ -52,5 +52,8 @@ from pyjax._src.pmap import pmap  # noqa: F401
 from pyjax._src.sharding import make_mesh, set_mesh  # noqa: F401
 from pyjax._src.sharding import NamedSharding, PartitionSpec as P  # noqa: F401
 from pyjax._src.environment import live_arrays, clear_caches, print_environment_info  # noqa: F401
+from pyjax._src.state.types import Ref  # noqa: F401
+from pyjax._src.state.primitives import new_ref, empty_ref, free_ref, freeze  # noqa: F401
+from pyjax import ref  # noqa: F401
 
 __version__ = "0.1.0"

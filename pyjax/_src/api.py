@@ -44,6 +44,8 @@ from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
 from pyjax._src import config as _config
 from pyjax._src import environment as _environment
+from pyjax._src.state import jit as _state_jit
+from pyjax._src.state.types import Ref as _Ref
 from pyjax._src.interpreters import batching, staging
 from pyjax._src.interpreters.staging import jit_p
 from pyjax._src.runtime import devices as _devices
@@ -152,6 +154,8 @@ def _abstractify(x, allow_abstract):
   if t in dtypes.python_scalar_types:
     return scalar_aval(x)
   if isinstance(x, core.Tracer):
+    return x.aval
+  if t is _Ref:   # a mutable array reference: an input (and maybe output) of the program
     return x.aval
   if isinstance(x, ShapeDtypeStruct):
     return x.aval if allow_abstract else None
@@ -305,9 +309,11 @@ def _check_static(x):
 class _TraceEntry:
   """One traced specialization of a function."""
   __slots__ = ("closed", "out_tree", "out_avals", "donated", "debug", "name", "params",
-               "executables", "n_tracer_consts", "__weakref__")
+               "executables", "n_tracer_consts", "refs", "__weakref__")
 
-  def __init__(self, closed, out_tree, donated, debug, name, params, n_tracer_consts):
+  def __init__(self, closed, out_tree, donated, debug, name, params, n_tracer_consts,
+               refs=None):
+    self.refs = refs   # state.jit.RefInfo when the program reads/writes refs
     self.closed = closed
     self.out_tree = out_tree
     self.out_avals = tuple(closed.out_avals)
@@ -580,6 +586,9 @@ class JitWrapped:
     if _jit_disabled():
       return self._fun(*args, **kwargs)
     entry, leaves, tracer_consts = self._get_entry(args, kwargs)
+    if entry.refs is not None:   # reads/writes mutable array references (state/jit.py)
+      return entry.out_tree.unflatten(_state_jit.call(
+          entry.refs, entry.closed, entry.params, leaves, tracer_consts, self._opts.inline))
     interp = _core_state.interp
     if interp is _eval_interp and not tracer_consts:
       return self._run_eager(entry, args, kwargs, leaves)
@@ -679,17 +688,19 @@ class JitWrapped:
 
     t0 = time.perf_counter()
     with _monitoring.record_elapsed(_monitoring.JAXPR_TRACE_EVENT, name):
-      closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
+      closed, tracer_consts, refs = _state_jit.trace_flat(flat_fun, avals, debug)
     level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
     if _dispatch_logger.isEnabledFor(level):
       _dispatch_logger.log(level, "Finished tracing %s for jit in %.9f sec", name,
                            time.perf_counter() - t0)
     donated = self._donated_mask(args, kwargs, snums, len(avals))
+    if refs is not None:   # refs are never donated; closed-over refs are trailing inputs
+      donated = (False,) * (len(closed.jaxpr.invars) - len(tracer_consts))
     params = staging.jit_params(
         closed, name, (False,) * len(tracer_consts) + donated, opts.keep_unused,
         opts.inline, self._param_device())
     entry = _TraceEntry(closed, out_tree_box[-1], donated, debug, name, params,
-                        len(tracer_consts))
+                        len(tracer_consts), refs)
     return entry, tracer_consts
 
   def _param_device(self):
@@ -1230,7 +1241,7 @@ def _trace_abstract(fun, args, kwargs, static_argnums=(), traced_for="jit"):
     out_tree_box.append(out_tree)
     return out_leaves
 
-  closed, tracer_consts = staging.trace_flat(flat_fun, avals, debug)
+  closed, tracer_consts, _ = _state_jit.trace_flat(flat_fun, avals, debug)
   if tracer_consts:  # keep outer tracers as constants (make_jaxpr under a transformation)
     j = closed.jaxpr
     k = len(tracer_consts)
@@ -1271,6 +1282,8 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
 def typeof(x):
   """The abstract value (type) of ``x``: ``ShapedArray(float32[3])``, ``~int32[]`` for a
   Python int, ``key<fry>[]`` for a typed key; TypeError for non-JAX values."""
+  if type(x) is _Ref:
+    return x.aval
   try:
     return core.get_aval(x)
   except TypeError:

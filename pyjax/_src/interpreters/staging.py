@@ -204,6 +204,9 @@ def trace_flat(flat_fun, in_avals, debug_info=None):
 def check_outputs(leaves, treedef, debug_info):
   """JAX's TypeError for a traced function returning a non-JAX value."""
   for i, x in enumerate(leaves):
+    if getattr(x, "_is_pyjax_ref", False):   # a mutable array reference (state/types.py)
+      from pyjax._src.state import jit as state_jit
+      raise state_jit.ref_output_error(x, debug_info)
     if not is_valid_jax_value(x):
       where = ""
       if not tree_util.treedef_is_leaf(treedef):

@@ -1,0 +1,127 @@
+"""Refs crossing a ``jit`` boundary (see ``types.py``).
+
+``trace_flat`` traces a jitted function in a ``Frame``.  Ref arguments (avals
+``AbstractRef``) enter the trace as local refs holding the input tracers; refs the function
+closes over are lifted into the frame the first time they are used, and when there are any
+the function is traced again with their values as extra trailing inputs.  The program's
+outputs are the function's outputs followed by the final values of the refs it wrote.
+``call`` passes the refs' current values in and writes the written ones back.
+"""
+from __future__ import annotations
+
+from pyjax._src import core
+from pyjax._src.interpreters import staging
+from pyjax._src.state import types
+from pyjax._src.state.types import AbstractRef, Frame, Ref
+
+
+class RefInfo:
+  """How a traced program uses refs: which flat arguments are refs, which outer refs it
+  closes over (extra trailing inputs), and which of those it writes (extra outputs)."""
+  __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out")
+
+  def __init__(self, arg_pos, closed, written_args, written_closed, n_out):
+    self.arg_pos = arg_pos
+    self.closed = closed
+    self.written_args = written_args       # positions (in arg_pos order) written
+    self.written_closed = written_closed   # indices into closed written
+    self.n_out = n_out
+
+
+def trace_flat(flat_fun, avals, debug=None):
+  """``staging.trace_flat`` of ``flat_fun`` with refs made explicit: returns
+  ``(closed_jaxpr, tracer_consts, RefInfo or None)``."""
+  arg_pos = [i for i, a in enumerate(avals) if type(a) is AbstractRef]
+  inner = [types.shaped(a.inner_aval) if type(a) is AbstractRef else a for a in avals]
+  n = len(avals)
+  closed_refs = []
+  while True:
+    frame = Frame()
+    result = {}
+
+    def traced(*xs, frame=frame, result=result, closed_refs=tuple(closed_refs)):
+      frame.interp = core._state.interp
+      leaves = list(xs[:n])
+      local = []
+      for i in arg_pos:
+        r = Ref(leaves[i], frame)
+        leaves[i] = r
+        local.append(r)
+        frame.arg_refs.append((_arg_name(debug, i), r))
+      for r, v in zip(closed_refs, xs[n:]):
+        frame.lifted[id(r)] = types.Slot(r, v, frame.interp)
+      types.push_frame(frame)
+      try:
+        outs = list(flat_fun(*leaves))
+      finally:
+        types.pop_frame(frame)
+      wa = [k for k, r in enumerate(local) if r.written]
+      wc = [k for k, r in enumerate(closed_refs) if frame.lifted[id(r)].written]
+      result["written"] = (wa, wc, len(outs))
+      return (outs + [local[k].value for k in wa]
+              + [frame.lifted[id(closed_refs[k])].value for k in wc])
+
+    extra = [types.shaped(core.get_aval(types.slot(r).value)) for r in closed_refs]
+    closed, tracer_consts = staging.trace_flat(traced, inner + extra, debug)
+    new = [r for r in frame.discovered if all(r is not c for c in closed_refs)]
+    if not new:
+      break
+    closed_refs.extend(new)
+  if not arg_pos and not closed_refs:
+    return closed, tracer_consts, None
+  wa, wc, n_out = result["written"]
+  return closed, tracer_consts, RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa),
+                                        tuple(wc), n_out)
+
+
+def call(info, closed, params, leaves, tracer_consts, inline):
+  """Run a traced program that uses refs: their current values in, written values back."""
+  vals = list(leaves)
+  for i in info.arg_pos:
+    r = vals[i]
+    if type(r) is not Ref:
+      raise TypeError(f"expected a Ref for argument {i} (the function was traced with one), "
+                      f"got {type(r)}")
+    vals[i] = types.slot(r).value
+  extra = [types.slot(r).value for r in info.closed]
+  all_args = list(tracer_consts) + vals + extra
+  interp = core._state.interp
+  if inline or not (interp is core.eval_interpreter or staging.binds_jit(interp)):
+    outs = core.eval_jaxpr(closed.jaxpr, closed.consts, *all_args)
+  else:
+    outs = staging.jit_p.bind(*all_args, **params)
+  outs = list(outs)
+  primary, rest = outs[:info.n_out], iter(outs[info.n_out:])
+  for k in info.written_args:
+    _write_back(leaves[info.arg_pos[k]], next(rest))
+  for k in info.written_closed:
+    _write_back(info.closed[k], next(rest))
+  return primary
+
+
+def _write_back(ref, value):
+  s = types.slot(ref)
+  types.check_write(s, value)
+  s.value = value
+  s.written = True
+
+
+def _arg_name(debug, i):
+  names = getattr(debug, "arg_names", None)
+  return names[i] if names is not None and i < len(names) else f"args[{i}]"
+
+
+def ref_output_error(x, debug):
+  """JAX's ValueError for a traced function returning a ref."""
+  src = debug.func_src_info if debug is not None else "fun"
+  frames = types.current_frames()
+  arg_refs = frames[-1].arg_refs if frames else ()
+  for name, r in arg_refs:
+    if r is x:
+      where = f"The returned mutable array was passed in as the argument {name}."
+      break
+  else:
+    where = "The returned mutable array was created inside the function."
+  return ValueError(f"function {src} traced for {getattr(debug, 'traced_for', 'jit')} returned "
+                    f"a mutable array reference of type {x.aval}, but mutable array references "
+                    f"cannot be returned.\n\n{where}")

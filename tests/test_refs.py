@@ -1,0 +1,245 @@
+"""Mutable array references: jax.new_ref / jax.Ref / jax.ref (as JAX 0.10)."""
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.numpy as jnp
+
+
+def _jax():
+  return pytest.importorskip("jax")
+
+
+def _run(m, fn):
+  """('ok', value as NumPy / repr) or (exception class name, message)."""
+  try:
+    out = fn(m)
+  except Exception as e:  # noqa: BLE001
+    return type(e).__name__, str(e).split("\n")[0].replace(".py", "")
+  leaves = m.tree_util.tree_leaves(out)
+  return "ok", [(np.asarray(x).tolist(), str(np.asarray(x).dtype)) for x in leaves]
+
+
+def _eager_basic(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  a = r[...]
+  r[1] = 5.0
+  b = r[...]
+  r[0:2] = m.numpy.array([7.0, 8.0])
+  r[m.numpy.array([0, 2])] = m.numpy.array([1.0, 2.0])
+  return a, b, r[...], r[1], m.freeze(r)
+
+
+def _ref_module(m):
+  q = m.new_ref(m.numpy.zeros((2, 3)))
+  q[1, :] = m.numpy.ones(3)
+  q[:, 1] += 5
+  old = m.ref.swap(q, (0,), m.numpy.full(3, 9.0))
+  m.ref.addupdate(q, 1, m.numpy.ones(3))
+  m.ref.set(q, (slice(0, 1),), m.numpy.zeros((1, 3)))
+  return old, m.ref.get(q), m.ref.get(q, (1,))
+
+
+def _jit_arg(m):
+  q = m.new_ref(m.numpy.zeros(3))
+
+  @m.jit
+  def g(q, x):
+    q[...] += x
+    return q[...].sum()
+  return g(q, m.numpy.ones(3)), g(q, m.numpy.ones(3)), q[...]
+
+
+def _jit_closed_read_not_stale(m):
+  r = m.new_ref(1.0)
+  f = m.jit(lambda x: x + r[...])
+  a = f(1.0)
+  r[...] = 5.0
+  return a, f(1.0)
+
+
+def _jit_counter(m):
+  cnt = m.new_ref(0)
+
+  @m.jit
+  def step(x):
+    cnt[...] += 1
+    return x * 2
+  outs = [step(1.0) for _ in range(3)]
+  return outs, cnt[...]
+
+
+def _nested_jit(m):
+  q = m.new_ref(m.numpy.zeros(3))
+
+  @m.jit
+  def outer(x):
+    q[...] = q[...] + x
+    m.jit(lambda y: q.__setitem__(..., q[...] * y))(3.0)
+    return q[...]
+
+  @m.jit
+  def local(x):
+    a = m.new_ref(x)
+    inner = m.jit(lambda: a.__setitem__(..., a[...] * 2))
+    inner()
+    inner()
+    return a[...]
+  return outer(1.0), q[...], local(m.numpy.ones(2))
+
+
+def _loss(m):
+  def loss(w):
+    acc = m.new_ref(m.numpy.zeros(()))
+    for i in range(3):
+      acc[...] += m.numpy.sum(w * i)
+    return m.freeze(acc)
+  return loss
+
+
+def _grad_local(m):
+  loss = _loss(m)
+  return m.grad(loss)(m.numpy.ones(2)), m.jit(m.grad(loss))(m.numpy.ones(2))
+
+
+def _vmap_local(m):
+  return m.vmap(_loss(m))(m.numpy.ones((3, 2)))
+
+
+def _grad_through_jit(m):
+  def f(x):
+    a = m.new_ref(x)
+    m.jit(lambda: a.__setitem__(..., m.numpy.sin(a[...])))()
+    return m.freeze(a)
+  return m.grad(f)(1.0)
+
+
+def _loop_local(m):
+  def body(i, c):
+    b = m.new_ref(c)
+    b[...] = b[...] * 2
+    return m.freeze(b)
+  return m.lax.fori_loop(0, 3, body, np.float32(1.0))
+
+
+def _shape_error(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  r[...] = 1.0
+
+
+def _dtype_error(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  r[1] = 5
+
+
+def _dtype_error2(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  r[...] = m.numpy.ones(3, m.numpy.float16)
+
+
+def _oob(m):
+  return m.new_ref(m.numpy.arange(3.0))[5]
+
+
+def _return_ref(m):
+  return m.jit(lambda: m.new_ref(1.0))()
+
+
+def _grad_closed_write(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  return m.grad(lambda x: (r.__setitem__(..., r[...] * x), r[...].sum())[1])(2.0)
+
+
+CASES = {f.__name__[1:]: f for f in [
+    _eager_basic, _ref_module, _jit_arg, _jit_closed_read_not_stale, _jit_counter,
+    _nested_jit, _grad_local, _vmap_local, _grad_through_jit, _loop_local, _shape_error,
+    _dtype_error, _dtype_error2, _oob, _return_ref]}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_jax(name):
+  jax = _jax()
+  p, j = _run(pyjax, CASES[name]), _run(jax, CASES[name])
+  if name == "return_ref":   # JAX also says where the ref was created; compare the rest
+    assert p[0] == j[0] and p[1] == j[1]
+    return
+  assert p == j
+
+
+def test_grad_of_closed_over_write_raises():
+  jax = _jax()
+  p, j = _run(pyjax, _grad_closed_write), _run(jax, _grad_closed_write)
+  assert p[1] == j[1]   # same message (JAX raises a bare Exception, pyjax a ValueError)
+
+
+def test_types_and_repr():
+  jax = _jax()
+  for m in (pyjax, jax):
+    r = m.new_ref(m.numpy.arange(3.0))
+    assert str(m.typeof(r)) == "Ref{float32[3]}"
+    assert repr(r) == "Ref([0., 1., 2.], dtype=float32)"
+    assert isinstance(r, m.Ref) and not isinstance(r, m.Array)
+    assert isinstance(m.typeof(r), m.ref.AbstractRef)
+    assert r.shape == (3,) and r.dtype == np.float32 and len(r) == 3 and r.ndim == 1
+    assert m.tree_util.tree_leaves([r])[0] is r
+    assert str(m.typeof(m.new_ref(1.0))) == "Ref{float32[]}"
+    assert str(m.typeof(m.new_ref(1))) == "Ref{int32[]}"
+    assert m.new_ref(1.0)[...].weak_type
+    assert hash(r) == hash(r) and r == r
+    with pytest.raises(TypeError):
+      r + 1
+
+
+def test_jaxpr_of_ref_program_is_discharged():
+  q = pyjax.new_ref(jnp.zeros(3))
+
+  def f(x):
+    q[...] += x
+    return x * 2
+  text = str(pyjax.make_jaxpr(pyjax.jit(f))(1.0))
+  assert "jit[" in text and "add" in text
+  # the ref's value is an input of the program and its new value an output
+  closed = pyjax.make_jaxpr(pyjax.jit(f))(1.0)
+  assert [str(a) for a in closed.in_avals] == ["ShapedArray(float32[], weak_type=True)",
+                                               "ShapedArray(float32[3])"] or \
+      len(closed.jaxpr.invars) == 2
+  assert len(closed.jaxpr.outvars) == 2
+
+
+def test_jit_cache_reused_with_refs():
+  q = pyjax.new_ref(jnp.zeros(3))
+  g = pyjax.jit(lambda q, x: q.__setitem__(..., q[...] + x))
+  for i in range(4):
+    g(q, jnp.ones(3))
+  assert g._cache_size() == 1
+  np.testing.assert_array_equal(q[...], [4.0, 4.0, 4.0])
+  q2 = pyjax.new_ref(jnp.ones(3))
+  g(q2, jnp.ones(3))
+  assert g._cache_size() == 1
+  np.testing.assert_array_equal(q2[...], [2.0, 2.0, 2.0])
+  np.testing.assert_array_equal(q[...], [4.0, 4.0, 4.0])
+
+
+def test_escaped_ref_and_free():
+  box = []
+
+  @pyjax.jit
+  def f(x):
+    box.append(pyjax.new_ref(x))
+    return x
+  f(1.0)
+  with pytest.raises(ValueError, match="leaked out of jit"):
+    box[0][...]
+  r = pyjax.new_ref(jnp.ones(2))
+  pyjax.free_ref(r)
+  with pytest.raises(ValueError, match="free_ref"):
+    r[...]
+  e = pyjax.empty_ref(pyjax.ShapeDtypeStruct((2,), jnp.float32))
+  assert e.shape == (2,) and e.dtype == np.float32
+
+
+def test_loop_body_writing_outer_ref_raises():
+  r = pyjax.new_ref(jnp.zeros(3))
+  with pytest.raises(ValueError, match="only jit discharges outer references"):
+    pyjax.lax.fori_loop(0, 3, lambda i, c: (r.__setitem__(..., r[...] + 1), c)[1], 0)
+  np.testing.assert_array_equal(r[...], [0.0, 0.0, 0.0])
