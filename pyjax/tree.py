@@ -3,6 +3,12 @@
 
 from pyjax._src.tree_util import (
     static as static,
+    tree_transpose as transpose,
+    tree_unflatten as unflatten,
+)
+
+# typed PRNG key arrays are leaves of the public pytree functions, as in JAX
+from pyjax._src.tree_util_public import (
     tree_all as all,
     tree_broadcast as broadcast,
     tree_flatten as flatten,
@@ -14,6 +20,4 @@ from pyjax._src.tree_util import (
     tree_reduce as reduce,
     tree_reduce_associative as reduce_associative,
     tree_structure as structure,
-    tree_transpose as transpose,
-    tree_unflatten as unflatten,
 )

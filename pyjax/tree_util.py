@@ -10,7 +10,6 @@ from pyjax._src.tree_util import (
     Partial as Partial,
     PyTreeDef as PyTreeDef,
     SequenceKey as SequenceKey,
-    all_leaves as all_leaves,
     build_tree as build_tree,
     default_registry as default_registry,
     flatten_one_level as flatten_one_level,
@@ -23,6 +22,16 @@ from pyjax._src.tree_util import (
     register_pytree_with_keys as register_pytree_with_keys,
     register_pytree_with_keys_class as register_pytree_with_keys_class,
     register_static as register_static,
+    tree_transpose as tree_transpose,
+    tree_unflatten as tree_unflatten,
+    treedef_children as treedef_children,
+    treedef_is_leaf as treedef_is_leaf,
+    treedef_tuple as treedef_tuple,
+)
+
+# typed PRNG key arrays are leaves of the public pytree functions, as in JAX
+from pyjax._src.tree_util_public import (
+    all_leaves as all_leaves,
     tree_all as tree_all,
     tree_broadcast as tree_broadcast,
     tree_flatten as tree_flatten,
@@ -34,9 +43,4 @@ from pyjax._src.tree_util import (
     tree_reduce as tree_reduce,
     tree_reduce_associative as tree_reduce_associative,
     tree_structure as tree_structure,
-    tree_transpose as tree_transpose,
-    tree_unflatten as tree_unflatten,
-    treedef_children as treedef_children,
-    treedef_is_leaf as treedef_is_leaf,
-    treedef_tuple as treedef_tuple,
 )

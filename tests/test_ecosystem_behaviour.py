@@ -246,3 +246,33 @@ def test_effect_constructible_without_argument():
   e = MyEffect()
   assert str(e) == "MyEffect"
   assert isinstance(core.Effect(), core.Effect)
+
+
+# --- typed PRNG keys are pytree leaves -------------------------------------------------------
+def test_typed_keys_are_public_pytree_leaves():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    k = lib.random.key(0)
+    ks = lib.random.split(k, 3)
+    tree = {"a": k, "b": [ks, 1.0]}
+    leaves = lib.tree_util.tree_leaves(tree)
+    assert len(leaves) == 3 and leaves[0] is k and leaves[1] is ks
+    assert lib.tree.leaves(k) == [k]
+    assert lib.tree.structure(tree).num_leaves == 3
+    assert lib.tree.map(np.shape, tree) == {"a": (), "b": [(3,), ()]}
+    assert lib.tree.map(lambda x, y: str(x.dtype) + str(y), {"k": k}, {"k": 1}) == {
+        "k": "key<fry>1"}
+    (path, leaf), = lib.tree_util.tree_flatten_with_path({"k": k})[0]
+    assert lib.tree_util.keystr(path) == "['k']" and leaf is k
+    assert lib.tree_util.all_leaves([k, ks])
+    seen = []
+    lib.tree.map(lambda x: seen.append(type(x).__name__), [k], is_leaf=lambda x: False)
+    assert len(seen) == 1 and seen[0] != "ArrayImpl"
+  # transformations still take keys anywhere in their arguments
+  ks = random.split(random.key(0), 3)
+  jks = jax.random.split(jax.random.key(0), 3)
+  got = pyjax.jit(lambda d: pyjax.tree.map(lambda k: random.normal(k), d))({"k": ks[0]})
+  want = jax.jit(lambda d: jax.tree.map(lambda k: jax.random.normal(k), d))({"k": jks[0]})
+  np.testing.assert_allclose(got["k"], want["k"], rtol=1e-6)
+  np.testing.assert_allclose(pyjax.vmap(random.normal)(ks), jax.vmap(jax.random.normal)(jks),
+                             rtol=1e-6)

@@ -17,12 +17,16 @@ __all__ = ["check_out_sharding", "accepts_out_sharding"]
 
 
 def _num_devices(sharding):
-  devs = getattr(sharding, "device_set", None)
-  if devs is not None:
-    return len(devs)
+  """Devices a sharding spans: its mesh's size (1 for the empty abstract mesh an aval's
+  ``sharding`` has outside a mesh context), else the size of its device set."""
   mesh = getattr(sharding, "mesh", None)
   size = getattr(mesh, "size", None)
-  return size if isinstance(size, int) else None
+  if isinstance(size, int):
+    return size
+  try:
+    return len(sharding.device_set)
+  except Exception:
+    return None
 
 
 def _is_named_sharding(s):
@@ -39,7 +43,7 @@ def _mesh_context_size():
   in effect, or None when there is none (or no mesh support is loaded)."""
   import sys
   mod = sys.modules.get("pyjax._src.sharding")
-  getter = getattr(mod, "get_concrete_mesh", None) or getattr(mod, "get_abstract_mesh", None)
+  getter = getattr(mod, "get_abstract_mesh", None)
   if getter is None:
     return None
   mesh = getter()

@@ -12,7 +12,9 @@ no knowledge of keys.  The consequences (differences from JAX):
 
 * staged jaxprs show the raw ``u32[..., 2]`` data (no ``key<fry>`` avals and no
   ``random_wrap``/``random_bits`` primitives; the hash appears as ``threefry2x32``);
-* ``tree_util.tree_leaves(key)`` is ``[key_data(key)]`` rather than ``[key]``;
+* internally (``pyjax._src.tree_util``) a key array is a pytree node over its raw data;
+  the public ``jax.tree_util`` / ``jax.tree`` functions take it as a leaf, as JAX does
+  (``pyjax._src.tree_util_public``);
 * ``vmap`` ``in_axes``/``out_axes`` on key arrays must be non-negative (a negative axis
   counts from the raw data's trailing key dimension);
 * jax.numpy functions do not accept key arrays (no ``jnp.stack(keys)``); key arrays
@@ -105,6 +107,17 @@ def _as_device_array(x):
   return x
 
 
+_public_leaf = [False]
+
+
+def _note_public_leaf():
+  # The public jax.tree_util / jax.tree functions take key arrays as leaves, as JAX's
+  # do; internally (transformations) a key array stays a node over its raw data.
+  from pyjax._src import tree_util_public
+  tree_util_public.note_leaf_type(PRNGKeyArray)
+  _public_leaf[0] = True
+
+
 class PRNGKeyArray(Array):
   """An array of PRNG keys: ``shape`` is the key-array shape, ``dtype`` is ``key<impl>``,
   and the raw ``uint32`` data (``key_data``) has the key shape as trailing dimensions.
@@ -115,6 +128,8 @@ class PRNGKeyArray(Array):
   def __init__(self, impl, key_data):
     self._impl = impl
     self._base_array = key_data
+    if not _public_leaf[0]:
+      _note_public_leaf()
 
   # -- metadata --------------------------------------------------------------------------
   @property
