@@ -60,8 +60,10 @@ def test_jitted_program_trace(tmp_path, monkeypatch):
   assert any(n.startswith("load ") for n in names)        # the shared object was loaded
   ex = [e for e in evs if e["name"] == "jit_f"]
   assert len(ex) == 1 and ex[0]["args"]["tier"] == "native"
-  transfers = {e["name"] for e in _events(t, "transfer")}
-  assert transfers == {"device_put", "device_get"}
+  transfers = {e["name"]: e["args"] for e in _events(t, "transfer")}
+  assert set(transfers) == {"device_put", "device_get"}
+  assert transfers["device_put"]["bytes"] == transfers["device_get"]["bytes"] == 64 * 64 * 4
+  assert transfers["device_get"]["direction"] == "device_to_host"
   for e in evs:
     assert e["ts"] >= 0 and e["dur"] >= 0
     assert isinstance(e["tid"], int) and e["pid"] == os.getpid()

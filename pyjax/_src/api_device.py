@@ -99,9 +99,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     return _put_traced(x, device, src, donate, may_alias)
   if _profiler.session is not None:
     with _profiler.span("device_put", "transfer", direction="host_to_device",
-                        device=str(device)):
+                        device=str(device), bytes=_nbytes(x)):
       return _device_put(x, device, donate, may_alias)
   return _device_put(x, device, donate, may_alias)
+
+
+def _nbytes(x):
+  """Bytes held by the array leaves of ``x`` (for profiler events)."""
+  return int(sum(getattr(leaf, "nbytes", 0) for leaf in tree_util.tree_leaves(x)))
 
 
 def _device_put(x, device, donate, may_alias):
@@ -129,7 +134,8 @@ def device_get(x):
       return np.asarray(leaf)  # raises TracerArrayConversionError
     return leaf
   if _profiler.session is not None:
-    with _profiler.span("device_get", "transfer", direction="device_to_host"):
+    with _profiler.span("device_get", "transfer", direction="device_to_host",
+                        bytes=_nbytes(x)):
       return tree_util.tree_map(get, x)
   return tree_util.tree_map(get, x)
 
