@@ -278,7 +278,8 @@ def test_ffi_call_params_round_trip():
   back = export.deserialize(e.serialize())
   assert str(back.jaxpr) == str(e.jaxpr)
   (eqn,) = back.jaxpr.jaxpr.eqns
-  assert dict(eqn.params["attributes"])["arr"] == dict(e.jaxpr.jaxpr.eqns[0].params["attributes"])["arr"]
+  before = dict(e.jaxpr.jaxpr.eqns[0].params["attributes"])
+  assert dict(eqn.params["attributes"]) == before
   assert [str(x) for x in back.unordered_effects] == ["FFI"]
 
 

@@ -115,7 +115,8 @@ def test_nesting_and_annotate_function(tmp_path):
   def within(a, b):
     return b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"] + 1e-3
   assert within(o, step)
-  for i, leaf in zip(sorted(inners, key=lambda e: e["ts"]), sorted(by["leaf"], key=lambda e: e["ts"])):
+  by_ts = lambda evs: sorted(evs, key=lambda e: e["ts"])  # noqa: E731
+  for i, leaf in zip(by_ts(inners), by_ts(by["leaf"])):
     assert within(i, o) and within(leaf, i)
   a, b = sorted(inners, key=lambda e: e["ts"])
   assert a["ts"] + a["dur"] <= b["ts"] + 1e-3   # siblings do not overlap

@@ -13,8 +13,9 @@ only, and ``mlir_module()`` does not exist; ``Exported.jaxpr`` holds the program
 maximum_supported_calling_convention_version`` are 1); no shape polymorphism
 (``symbolic_shape``/``symbolic_args_specs`` are not provided); ``call`` differentiates
 the exported program itself and ``vjp()`` is always available (JAX needs
-``serialize(vjp_order=...)``; pyjax accepts and ignores ``vjp_order``), except that custom JVP/VJP rules inside it are not kept: as in
-JAX's export, only their primal computation is serialized.  Programs containing Python
+``serialize(vjp_order=...)``; pyjax accepts and ignores ``vjp_order``), except that
+custom JVP/VJP rules inside it are not kept: as in JAX's export, only their primal
+computation is serialized.  Programs containing Python
 callbacks cannot be serialized (``ValueError``); they can still be exported and called in
 the same process.
 """
