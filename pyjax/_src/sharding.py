@@ -135,13 +135,15 @@ class PartitionSpec:
                        f"dimension in {self!r}")
 
   def __repr__(self):
+    if not self.unreduced and not self.reduced:
+      return f"P{self._partitions!r}"
     parts = ", ".join(repr(p) for p in self._partitions)
     extra = ""
     if self.unreduced:
       extra += f", unreduced={set(self.unreduced)!r}"
     if self.reduced:
       extra += f", reduced={set(self.reduced)!r}"
-    return f"PartitionSpec({parts}{extra})"
+    return f"P({parts}{extra})"
 
   def __len__(self):
     return len(self._partitions)
