@@ -276,3 +276,24 @@ def test_typed_keys_are_public_pytree_leaves():
   np.testing.assert_allclose(got["k"], want["k"], rtol=1e-6)
   np.testing.assert_allclose(pyjax.vmap(random.normal)(ks), jax.vmap(jax.random.normal)(jks),
                              rtol=1e-6)
+
+
+def test_compiler_hook_sees_every_jit_compilation():
+  """chex.restrict_backends patches jax._src.compiler.backend_compile_and_load."""
+  from pyjax._src import compiler
+  inner = compiler.backend_compile_and_load
+  seen = []
+
+  def wrapper(backend, *args, **kwargs):
+    seen.append(backend.platform)
+    if backend.platform == "cpu":
+      raise RuntimeError("forbidden by test")
+    return inner(backend, *args, **kwargs)
+  compiler.backend_compile_and_load = wrapper
+  try:
+    with pytest.raises(RuntimeError, match="forbidden by test"):
+      pyjax.jit(lambda x: x * 3 + 1)(np.float32(2))
+  finally:
+    compiler.backend_compile_and_load = inner
+  assert seen == ["cpu"]
+  assert float(pyjax.jit(lambda x: x * 3 + 1)(np.float32(2))) == 7.0

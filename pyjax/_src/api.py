@@ -344,7 +344,7 @@ def _fun_cache(wrapped):
 def _compile_entry(entry, device):
   exe = entry.executables.get(device)
   if exe is None:
-    from pyjax._src.backends.cpu.executable import compile_jaxpr
+    from pyjax._src.compiler import compile_for_device
     name = f"jit({entry.name})"
     level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
     if _pxla_logger.isEnabledFor(level):
@@ -355,7 +355,7 @@ def _compile_entry(entry, device):
                        name, shapes, mapping)
     t0 = time.perf_counter()
     with _monitoring.record_elapsed(_monitoring.BACKEND_COMPILE_EVENT, name):
-      exe = compile_jaxpr(entry.closed, device, entry.name, _donation_pairs(entry))
+      exe = compile_for_device(entry.closed, device, entry.name, _donation_pairs(entry))
     if _dispatch_logger.isEnabledFor(level):
       _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", name,
                            time.perf_counter() - t0)
@@ -968,8 +968,8 @@ def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
     cache = _impl_cache[jaxpr] = {}
   exe = cache.get(exe_dev)
   if exe is None:
-    from pyjax._src.backends.cpu.executable import compile_jaxpr
-    exe = cache[exe_dev] = compile_jaxpr(jaxpr, exe_dev, name)
+    from pyjax._src.compiler import compile_for_device
+    exe = cache[exe_dev] = compile_for_device(jaxpr, exe_dev, name)
   bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
   outs = _execute(exe, bufs)
   return [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
