@@ -33,6 +33,7 @@ from pyjax import profiler  # noqa: F401
 from pyjax import ffi  # noqa: F401
 from pyjax import export  # noqa: F401
 from pyjax import typing, flatten_util, ops, dlpack, lib, monitoring, test_util  # noqa: F401
+from pyjax import image  # noqa: F401
 from pyjax import version  # noqa: F401
 from pyjax.version import __version_info__  # noqa: F401
 from pyjax._src.config import (  # noqa: F401

@@ -26,7 +26,7 @@ def _same(p, j):
 
 # -- attributes of the top-level module ------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["typing", "ops", "dlpack", "lib", "monitoring", "version",
+@pytest.mark.parametrize("name", ["typing", "ops", "dlpack", "lib", "monitoring", "version", "image",
                                   "flatten_util", "test_util"])
 def test_top_level_attributes(name):
   assert getattr(pyjax, name) is sys.modules[f"pyjax.{name}"]

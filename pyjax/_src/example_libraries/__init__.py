@@ -1,0 +1,1 @@
+"""Example libraries (``jax.example_libraries``): ``stax`` and ``optimizers``."""

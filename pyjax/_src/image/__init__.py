@@ -1,0 +1,1 @@
+"""Image resampling (``jax.image``); see ``scale``."""
