@@ -67,6 +67,23 @@ def test_jvp():
   assert calls[-1] == (3, [False, False], (), ())   # as JAX: mutually batched dims only
 
 
+def test_jacfwd_and_hessian():
+  @custom_batching.custom_vmap
+  def f(x, n):
+    return x * n
+
+  @f.def_vmap
+  def rule(size, in_batched, x, n):
+    return x * n + 1, any(in_batched)
+  np.testing.assert_allclose(pyjax.jacfwd(pyjax.vmap(lambda x: f(x, 3)))(jnp.arange(3.)),
+                             3 * np.eye(3))
+  np.testing.assert_allclose(pyjax.jit(pyjax.vmap(pyjax.jacfwd(lambda x: f(x, 3))))(
+      jnp.arange(3.)), [3., 3., 3.])
+  np.testing.assert_allclose(
+      pyjax.hessian(lambda x: pyjax.vmap(lambda x: f(x, 3))(x).sum())(jnp.arange(3.)),
+      np.zeros((3, 3)))
+
+
 def test_grad():
   f = _make()
   with pytest.raises(ValueError, match="Linearization failed to produce known values"):

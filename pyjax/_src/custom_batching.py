@@ -99,11 +99,14 @@ def _custom_vmap_batch(args, dims, *, call, rule, in_tree, out_tree):
 batching.primitive_batchers[custom_vmap_p] = _custom_vmap_batch
 
 
-def _custom_vmap_jvp(primals, tangents, *, call, rule, in_tree, out_tree):
+def _custom_vmap_jvp(interp, primals, tangents, *, call, rule, in_tree, out_tree):
+  """JVP: a ``custom_vmap_call`` of the differentiated function whose rule is built from
+  the user's.  Under ``linearize`` for reverse mode it raises JAX's ValueError; for
+  forward mode (``jacfwd`` linearizes) the primal outputs are computed on their own and
+  the JVP call goes to the tangent program."""
   from pyjax._src import api_ad
   from pyjax._src.lax.control_flow import common
-  interp = core.current_interpreter()
-  if isinstance(interp, ad._SplitInterpreter):
+  if interp.tangent_interp is not None and not interp.forward:
     raise ValueError("Linearization failed to produce known values for all output primals. "
                      "This is typically caused by attempting to differentiate a function "
                      "uses an operation that does not support reverse-mode autodiff.")
@@ -144,22 +147,28 @@ def _custom_vmap_jvp(primals, tangents, *, call, rule, in_tree, out_tree):
     return (out_ps, out_ts), (b_ps, b_ts)
 
   jvp_of_rule.__name__ = "jvp_of_rule_rule"
-  tangents = [ad.instantiate_zeros(t) for t in tangents]
   jvp_call, mask, tcs = common.jvp_jaxpr(call, [True] * len(primals), True)
   if not all(mask):
     raise NotImplementedError("custom_vmap JVP with integer outputs")
   jvp_call, consts = ad.closure_convert_jaxpr(jvp_call)
   if consts or tcs:
     raise NotImplementedError("custom_vmap JVP of a call with constants")
-  outs = custom_vmap_p.bind(
-      *primals, *tangents, call=jvp_call, rule=jvp_of_rule,
-      in_tree=tree_util.treedef_tuple((in_tree, in_tree)),
-      out_tree=tree_util.treedef_tuple((out_tree, out_tree)))
+  params = dict(call=jvp_call, rule=jvp_of_rule,
+                in_tree=tree_util.treedef_tuple((in_tree, in_tree)),
+                out_tree=tree_util.treedef_tuple((out_tree, out_tree)))
+  with core.set_interpreter(interp.rule_interp):
+    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    outs = custom_vmap_p.bind(*primals, *tangents, **params)
   n = len(outs) // 2
-  return outs[:n], outs[n:]
+  if interp.tangent_interp is None:
+    return outs[:n], outs[n:]
+  with core.set_interpreter(interp.parent):
+    out_p = custom_vmap_p.bind(*primals, call=call, rule=rule, in_tree=in_tree,
+                               out_tree=out_tree)
+  return out_p, outs[n:]
 
 
-ad.primitive_jvps[custom_vmap_p] = _custom_vmap_jvp
+ad.interpreter_jvps[custom_vmap_p] = _custom_vmap_jvp
 
 
 # --- the API ----------------------------------------------------------------------------
