@@ -115,3 +115,16 @@ def test_grad_matches_jax():
                                      a)[-1].sum(), argnums=(0, 1))(ts, 0.5)
   np.testing.assert_allclose(g[0], jg[0], rtol=1e-4, atol=1e-6)
   np.testing.assert_allclose(g[1], jg[1], rtol=1e-4)
+
+
+def test_vmap_and_grad_under_vmap():
+  ts = jnp.linspace(0., 2., 4)
+  a = jnp.array([0.5, 1.0])
+  ys = pyjax.vmap(lambda a: odeint(_decay, jnp.array([1., 2.]), ts, a))(a)
+  assert ys.shape == (2, 4, 2)
+  for i, ai in enumerate([0.5, 1.0]):
+    np.testing.assert_allclose(ys[i], odeint(_decay, jnp.array([1., 2.]), ts, ai), rtol=1e-5)
+  g = pyjax.vmap(pyjax.grad(lambda a: odeint(_decay, jnp.array([1., 2.]), ts, a)[-1].sum()))(a)
+  for i, ai in enumerate([0.5, 1.0]):
+    gi = pyjax.grad(lambda a: odeint(_decay, jnp.array([1., 2.]), ts, a)[-1].sum())(ai)
+    np.testing.assert_allclose(g[i], gi, rtol=1e-4)
