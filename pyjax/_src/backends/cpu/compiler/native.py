@@ -129,6 +129,9 @@ def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
           tuple(np.require(c, requirements=["C", "A"]) for c in consts),
           tuple(int(p) for p in blas + dot.blas_thread_control()), int(par),
           *(int(a) for a in scratch))
+  own = cache.owner(lib)
+  if own is not None:   # the entry point holds it: the library is unloaded after the last
+    spec += (own,)
   return make(index, spec)
 
 
