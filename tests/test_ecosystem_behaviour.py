@@ -297,3 +297,9 @@ def test_compiler_hook_sees_every_jit_compilation():
     compiler.backend_compile_and_load = inner
   assert seen == ["cpu"]
   assert float(pyjax.jit(lambda x: x * 3 + 1)(np.float32(2))) == 7.0
+
+
+def test_jit_object_type_is_named_pjit_function():
+  jax = _jax()
+  assert type(pyjax.jit(abs)).__name__ == type(jax.jit(abs)).__name__ == "PjitFunction"
+  assert "PjitFunction" in str(type(pyjax.jit(abs)))

@@ -822,6 +822,12 @@ class JitWrapped:
   _clear_cache = clear_cache
 
 
+# The class is named as JAX's (``jaxlib._jax.PjitFunction``): libraries recognize jitted
+# functions by that type name (chex.assert_max_traces refuses to wrap one).
+JitWrapped.__name__ = JitWrapped.__qualname__ = "PjitFunction"
+PjitFunction = JitWrapped
+
+
 # argument types whose abstract value follows from the type alone (and the x64 flag, which
 # is part of every key): Python scalars (weak) and NumPy scalars of the standard dtypes
 _FAST_SCALARS = frozenset(dtypes.python_scalar_types) | frozenset(
