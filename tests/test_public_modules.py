@@ -26,8 +26,8 @@ def _same(p, j):
 
 # -- attributes of the top-level module ------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["typing", "ops", "dlpack", "lib", "monitoring", "version", "image",
-                                  "flatten_util", "test_util"])
+@pytest.mark.parametrize("name", ["typing", "ops", "dlpack", "lib", "monitoring", "version",
+                                  "image", "flatten_util", "test_util"])
 def test_top_level_attributes(name):
   assert getattr(pyjax, name) is sys.modules[f"pyjax.{name}"]
 
@@ -100,6 +100,9 @@ def test_xla_bridge():
   assert be.device_from_local_hardware_id(0) is pyjax.devices()[0]
   with pytest.raises(RuntimeError):
     xb.get_backend("tpu")
+  # the private mapping chex's set_n_cpu_devices reads (backends are initialized by now)
+  from pyjax._src import xla_bridge
+  assert xla_bridge._backends == {"cpu": be}
 
 
 def test_xla_client():

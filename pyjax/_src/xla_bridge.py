@@ -154,3 +154,12 @@ def host_count(backend=None) -> int:
 def host_ids(backend=None) -> list[int]:
   """Deprecated name of ``process_indices``."""
   return process_indices(backend)
+
+
+def __getattr__(name):
+  # ``_backends``: ``{platform: Client}`` once the runtime's backends are initialized,
+  # else None -- as JAX's private ``xla_bridge._backends``, which chex's
+  # ``set_n_cpu_devices`` reads to tell whether it is too late to change the device count.
+  if name == "_backends":
+    return backends() if _devices._backends is not None else None
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
