@@ -301,3 +301,40 @@ def test_transfer_guard_per_direction_overrides():
   assert float(pyjax.jit(lambda a: a * 2)(2.0)) == 4.0
   with pytest.raises(ValueError, match="new enum value must be None or in"):
     pyjax.transfer_guard("bogus")
+
+
+# --- check_tracer_leaks -------------------------------------------------------------------------
+@pytest.mark.parametrize("transform", ["jit", "vmap", "make_jaxpr", "grad"])
+def test_checking_leaks_matches_jax(transform):
+  jax = _jax()
+  outs = []
+  for m in (pyjax, jax):
+    leak = []
+
+    def f(x):
+      leak.append(x)
+      return x * 2
+
+    def g(x):
+      return m.numpy.sin(x) * 2
+    tr = getattr(m, transform)
+    x = m.numpy.ones(()) if transform == "grad" else m.numpy.ones(3)
+    res = []
+    with m.checking_leaks():
+      for fn in (f, g):
+        leak.clear()
+        try:
+          tr(fn)(x)
+          res.append("ok")
+        except Exception as e:  # noqa: BLE001
+          lines = str(e).split("\n")
+          res.append((type(e).__name__, lines[0], lines[2]))
+    outs.append(res)
+  assert outs[0] == outs[1]
+  assert pyjax.config.jax_check_tracer_leaks is False
+
+
+def test_no_leak_check_when_off():
+  leak = []
+  pyjax.jit(lambda x: (leak.append(x), x * 2)[1])(jnp.ones(3))
+  assert len(leak) == 1

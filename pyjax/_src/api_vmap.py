@@ -7,6 +7,7 @@ import functools
 import inspect
 
 from pyjax._src import core, tree_util
+from pyjax._src import tracer_leaks as _tracer_leaks
 from pyjax._src.interpreters import batching
 from pyjax._src.interpreters.batching import not_mapped
 
@@ -211,6 +212,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       return out_leaves
 
     axis_data = batching.AxisData(axis_name, size, spmd_axis_name)
+    leak_mark = _tracer_leaks.mark() if _tracer_leaks._installed else 0
     interp = batching.BatchInterpreter(core.current_interpreter(), axis_data)
     ins = [batching.BatchTracer(interp, x, d) if d is not not_mapped else x
            for x, d in zip(leaves, dims)]
@@ -242,6 +244,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         continue
       nd = len(core.get_aval(v).shape) + (1 if d is not_mapped else 0)
       res.append(batching.matchaxis(axis_name, size, d, _canonicalize_out_axis(ax, nd), v))
+    if _tracer_leaks._installed:   # jax_check_tracer_leaks: this vmap's tracers must be dead
+      ins = outs = o = None
+      _tracer_leaks.check(leak_mark)
     return tree_util.tree_unflatten(out_tree, res)
 
   name = getattr(fun, "__name__", None) or type(fun).__name__

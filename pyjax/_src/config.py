@@ -226,8 +226,14 @@ config.define("jax_logging_level", os.environ.get("JAX_LOGGING_LEVEL", "NOTSET")
 config.define("jax_debug_log_modules", os.environ.get("JAX_DEBUG_LOG_MODULES", ""),
               "Comma-separated modules logged at DEBUG ('jax.' names map to 'pyjax.').",
               on_update=_set_debug_log_modules)
+def _set_check_leaks(v):
+  from pyjax._src import tracer_leaks   # (imports core: loaded on first use)
+  tracer_leaks.set_enabled(bool(v))
+
+
 config.define("jax_check_tracer_leaks", _env_bool("JAX_CHECK_TRACER_LEAKS"),
-              "Raise when a tracer outlives its transformation.")
+              "Raise when a tracer outlives its transformation (tracer_leaks.py).")
+config._flags["jax_check_tracer_leaks"].on_update = _set_check_leaks   # (not at define)
 config.define("jax_debug_key_reuse", _env_bool("JAX_DEBUG_KEY_REUSE"),
               "Raise KeyReuseError when a typed PRNG key is consumed twice.", in_trace_state=True)
 # read where host data enters eager primitives and jit: mirrored into module globals

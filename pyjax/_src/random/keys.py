@@ -33,6 +33,7 @@ from pyjax._src import core, dtypes
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.config import config
+from pyjax._src import key_reuse as _key_reuse
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.random import prng
 from pyjax._src.runtime.array import Array, ArrayImpl
@@ -518,6 +519,14 @@ def random_unwrap(keys):
   return keys._base_array
 
 
+def _fresh_buffer(base):
+  """The same key data as a distinct object (key reuse is tracked per buffer object)."""
+  if type(base) is ArrayImpl:
+    return ArrayImpl(base._buf, base.aval, base._device, base._committed)
+  from pyjax._src.lax import misc
+  return misc.copy_p.bind(base)
+
+
 def _check_prng_key(name, key, *, allow_batched=False):
   """(typed key, was it raw?) of a ``key`` argument; raw ``uint32`` keys are wrapped."""
   if _is_key(key):
@@ -526,6 +535,8 @@ def _check_prng_key(name, key, *, allow_batched=False):
     if hasattr(key, "__jax_array__") and not isinstance(key, Array):
       key = key.__jax_array__()
     wrapped_key, wrapped = random_wrap(key, default_prng_impl()), True
+    if config.jax_debug_key_reuse:   # raw keys are never checked: wrap a fresh buffer
+      wrapped_key = PRNGKeyArray(wrapped_key._impl, _fresh_buffer(wrapped_key._base_array))
   else:
     raise TypeError(f"unexpected PRNG key type {type(key)}")
   if not allow_batched and wrapped_key.ndim:
@@ -546,10 +557,14 @@ def _split(keys, num=2):
                 for d in shape)
   if any(d < 0 for d in shape):
     raise ValueError(f"split: number of keys must be nonnegative, got {shape}")
+  if config.jax_debug_key_reuse:
+    _key_reuse.consume(keys._base_array, "random_split")
   return PRNGKeyArray(keys._impl, keys._impl.split(keys._base_array, shape))
 
 
 def _random_bits(keys, bit_width, shape):
+  if config.jax_debug_key_reuse:
+    _key_reuse.consume(keys._base_array, "random_bits")
   return keys._impl.random_bits(keys._base_array, bit_width, tuple(shape))
 
 
@@ -610,9 +625,13 @@ def split(key, num=2):
 
 
 def clone(key):
-  """A copy of ``key`` (as JAX's, for key-reuse checking; values are unchanged)."""
+  """A copy of ``key`` (as JAX's, for key-reuse checking: the copy is a fresh key even
+  when ``key`` was consumed; values are unchanged)."""
   if _is_key(key):
-    return PRNGKeyArray(key._impl, key._base_array)
+    base = key._base_array
+    if config.jax_debug_key_reuse:   # a distinct buffer object, so its consumption is its own
+      base = _fresh_buffer(base)
+    return PRNGKeyArray(key._impl, base)
   return key
 
 

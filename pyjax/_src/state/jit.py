@@ -9,7 +9,7 @@ outputs are the function's outputs followed by the final values of the refs it w
 """
 from __future__ import annotations
 
-from pyjax._src import core
+from pyjax._src import core, key_reuse, tracer_leaks
 from pyjax._src.interpreters import staging
 from pyjax._src.state import types
 from pyjax._src.state.types import AbstractRef, Frame, Ref
@@ -18,19 +18,21 @@ from pyjax._src.state.types import AbstractRef, Frame, Ref
 class RefInfo:
   """How a traced program uses refs: which flat arguments are refs, which outer refs it
   closes over (extra trailing inputs), and which of those it writes (extra outputs)."""
-  __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out")
+  __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out", "key_sinks")
 
-  def __init__(self, arg_pos, closed, written_args, written_closed, n_out):
+  def __init__(self, arg_pos, closed, written_args, written_closed, n_out, key_sinks=()):
     self.arg_pos = arg_pos
     self.closed = closed
     self.written_args = written_args       # positions (in arg_pos order) written
     self.written_closed = written_closed   # indices into closed written
     self.n_out = n_out
+    self.key_sinks = key_sinks             # PRNG key arguments the program consumes
 
 
 def trace_flat(flat_fun, avals, debug=None):
   """``staging.trace_flat`` of ``flat_fun`` with refs made explicit: returns
   ``(closed_jaxpr, tracer_consts, RefInfo or None)``."""
+  leak_mark = tracer_leaks.mark() if tracer_leaks._installed else None
   arg_pos = [i for i, a in enumerate(avals) if type(a) is AbstractRef]
   inner = [types.shaped(a.inner_aval) if type(a) is AbstractRef else a for a in avals]
   n = len(avals)
@@ -55,6 +57,8 @@ def trace_flat(flat_fun, avals, debug=None):
         outs = list(flat_fun(*leaves))
       finally:
         types.pop_frame(frame)
+      if key_reuse.enabled():   # which key arguments the program consumed
+        result["key_sinks"] = key_reuse.consumed_inputs(xs[:n])
       wa = [k for k, r in enumerate(local) if r.written]
       wc = [k for k, r in enumerate(closed_refs) if frame.lifted[id(r)].written]
       result["written"] = (wa, wc, len(outs))
@@ -67,15 +71,22 @@ def trace_flat(flat_fun, avals, debug=None):
     if not new:
       break
     closed_refs.extend(new)
-  if not arg_pos and not closed_refs:
-    return closed, tracer_consts, None
-  wa, wc, n_out = result["written"]
-  return closed, tracer_consts, RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa),
-                                        tuple(wc), n_out)
+  info = None
+  sinks = result.get("key_sinks", ())
+  if arg_pos or closed_refs or sinks:
+    wa, wc, n_out = result["written"]
+    info = RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa), tuple(wc), n_out, sinks)
+  if leak_mark is not None:   # jax_check_tracer_leaks: the trace's tracers must be dead
+    frame = result = traced = None
+    tracer_leaks.check(leak_mark)
+  return closed, tracer_consts, info
 
 
 def call(info, closed, params, leaves, tracer_consts, inline):
-  """Run a traced program that uses refs: their current values in, written values back."""
+  """Run a traced program that uses refs: their current values in, written values back
+  (and that consumes PRNG keys: checked and marked, ``key_reuse``)."""
+  if info.key_sinks:
+    key_reuse.check_call(info.key_sinks, leaves)
   vals = list(leaves)
   for i in info.arg_pos:
     r = vals[i]
