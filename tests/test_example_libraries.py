@@ -247,7 +247,7 @@ def test_schedules_match_jax():
 
 
 def test_l2_norm_and_clip_grads():
-  jax = _jax()
+  _jax()
   from jax.example_libraries import optimizers as jopt
   tree = {"a": np.array([3.0, 4.0], np.float32), "b": np.array([[12.0]], np.float32)}
   np.testing.assert_allclose(popt.l2_norm(tree), 13.0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any
 
 import ml_dtypes
 import numpy as np
