@@ -275,3 +275,31 @@ def test_messages_match_jax():
         jjnp.array(x), i)
     e2, _ = checkify.checkify(mk(checkify, jnp), errors=checkify.all_checks)(jnp.array(x), i)
     assert e1.get() == e2.get(), (x, i)
+
+
+def test_jaxpr_matches_jax():
+  jax = pytest.importorskip("jax")
+  import re
+  from jax.experimental import checkify as jcheckify
+
+  def mk(ck, np_):
+    def g(x):
+      ck.check(x > 0, "{x} must be pos", x=x)
+      return np_.sin(x)
+    return g
+
+  def norm(s):   # error codes are global counters: compare up to them
+    return re.sub(r"-?\d+:i32\[\]", "C:i32[]", s)
+  x = np.float32(1.)
+  a = str(jax.make_jaxpr(jcheckify.checkify(mk(jcheckify, jax.numpy),
+                                             errors=jcheckify.all_checks))(x))
+  b = str(pyjax.make_jaxpr(checkify.checkify(mk(checkify, jnp), errors=checkify.all_checks))(x))
+  assert norm(a) == norm(b)
+  a = str(jax.make_jaxpr(mk(jcheckify, jax.numpy))(x))
+  b = str(pyjax.make_jaxpr(mk(checkify, jnp))(x))
+  assert norm(a) == norm(b)
+
+
+def test_vmap_of_check_without_checkify():
+  with pytest.raises(checkify.JaxRuntimeError, match="-2.0 must be pos"):
+    pyjax.vmap(_pos)(jnp.array([1., -1., -2.]))

@@ -346,31 +346,29 @@ def _placeholder(shape, dtype, weak):
                                           sharding=None)
 
 
-def _as_bool(pred):
-  if isinstance(pred, (bool, np.bool_)):
-    return _bool_const(pred)
-  return pred
-
-
 def assert_func(error, pred, new_error):
   """``error`` updated with ``new_error`` (a JaxException) where ``pred`` is true."""
   code = _next_code()
   effect = new_error.get_effect_type()
   payload, treedef = tree_util.tree_flatten(new_error)
-  return update_error(error, _as_bool(pred), _code_const(code), {code: treedef}, payload,
-                      effect)
+  return update_error(error, pred, code, {code: treedef}, payload, effect)
 
 
 def update_error(error, pred, code, metadata, payload, effect):
-  """Merge one error kind into ``error``: the first failure (already set) wins."""
+  """Merge one error kind into ``error``: a failure already recorded wins (its code and
+  payload are kept).  The operations are JAX's, so jaxprs print the same equations."""
   lax = _lax()
-  old = error._pred.get(effect)
-  if old is None:
-    return error._update(effect, pred, code, metadata, list(payload))
-  out_pred = lax.bitwise_or(old, pred)
-  out_code = lax.select(old, error._code[effect], code)
-  out_payload = [lax.select(_bcast_pred(old, p), o, p)
-                 for o, p in zip(error._payload[effect], payload)]
+  old = error._pred.get(effect, False)
+  if isinstance(old, bool) and isinstance(pred, (bool, np.bool_)):
+    out_pred = _bool_const(old or bool(pred))
+  else:
+    out_pred = lax.bitwise_or(old, pred)
+  out_code = lax.select(old, error._code.get(effect, -1), code)
+  cur = error._payload.get(effect)
+  if cur is None:
+    out_payload = list(payload)
+  else:
+    out_payload = [lax.select(_bcast_pred(old, p), o, p) for o, p in zip(cur, payload)]
   return error._update(effect, out_pred, out_code, metadata, out_payload)
 
 
@@ -492,8 +490,7 @@ def _check(pred, msg, debug, *fmt_args, **fmt_kwargs):
       raise TypeError("Formatting arguments to checkify.check need to be PyTrees of arrays, "
                       f"but got {arg!r} of type {type(arg)}.")
   new_error = FailedCheckError(_traceback_info(), msg, *fmt_args, **fmt_kwargs)
-  not_pred = _lax().bitwise_not(pred) if not isinstance(pred, bool) else (not pred)
-  error = assert_func(init_error, not_pred, new_error)
+  error = assert_func(init_error, _jnp().logical_not(pred), new_error)
   _check_error(error, debug=debug)
 
 
@@ -614,10 +611,7 @@ def _any_nan(x):
   if not (dtypes.issubdtype(aval.dtype, np.inexact)):
     return None
   lax = _lax()
-  isnan = lax.ne(x, x)
-  if aval.shape:
-    isnan = lax.reduce_or(isnan, tuple(range(len(aval.shape))))
-  return isnan
+  return lax.reduce_or(lax.ne(x, x), tuple(range(len(aval.shape))))
 
 
 def check_nans(prim, error, enabled_errors, out):
