@@ -36,7 +36,8 @@ GAPS_FILE = os.path.join(NAMES_DIR, "known_gaps.txt")
 BASE_MODULES = ("numpy", "numpy.linalg", "numpy.fft", "scipy.special", "scipy.linalg",
                 "scipy.stats", "scipy.signal", "scipy.ndimage", "scipy.integrate",
                 "scipy.optimize", "scipy.fft", "nn", "nn.initializers", "lax", "lax.linalg",
-                "random")
+                "random", "typing", "flatten_util", "image", "ops", "dlpack", "monitoring",
+                "example_libraries.stax", "example_libraries.optimizers")
 
 KINDS = ("function", "class", "module", "value")
 
