@@ -338,3 +338,49 @@ def test_no_leak_check_when_off():
   leak = []
   pyjax.jit(lambda x: (leak.append(x), x * 2)[1])(jnp.ones(3))
   assert len(leak) == 1
+
+
+# --- no_tracing / no_execution / legacy_prng_key / random_seed_offset --------------------------
+def _misc_outcomes(m):
+  import warnings
+  out = {}
+
+  def run(name, fn):
+    try:
+      with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = fn()
+      out[name] = ("ok", np.asarray(r).tolist() if r is not None else None,
+                   [str(x.message) for x in w if "Legacy" in str(x.message)])
+    except Exception as e:  # noqa: BLE001
+      out[name] = (type(e).__name__, str(e).split(" at ")[0])
+  f = m.jit(lambda x: x * 2)
+  f(1.0)
+  with m.no_tracing(True):
+    run("cached", lambda: f(2.0))
+    run("retrace", lambda: f(np.float32(1.0).reshape(1)))
+  with m.no_execution(True):
+    run("execute", lambda: f(2.0))
+    run("make_jaxpr", lambda: str(m.make_jaxpr(m.numpy.sin)(1.0)) and None)
+  with m.legacy_prng_key("warn"):
+    run("legacy_warn", lambda: m.random.uniform(m.random.PRNGKey(0)))
+  with m.legacy_prng_key("error"):
+    run("legacy_error", lambda: m.random.split(m.random.PRNGKey(0)))
+    run("typed_ok", lambda: m.random.uniform(m.random.key(0)))
+  m.config.update("jax_random_seed_offset", 3)
+  try:
+    run("offset", lambda: m.random.key_data(m.random.key(0)))
+    run("offset_jit", lambda: m.random.key_data(m.jit(m.random.key)(0)))
+    run("offset_raw", lambda: m.random.PRNGKey(1))
+  finally:
+    m.config.update("jax_random_seed_offset", 0)
+  run("no_offset", lambda: m.random.key_data(m.jit(m.random.key)(0)))
+  return out
+
+
+def test_no_tracing_execution_legacy_keys_seed_offset_match_jax():
+  jax = _jax()
+  p, j = _misc_outcomes(pyjax), _misc_outcomes(jax)
+  # JAX also traces the conversion of the new argument first; the error is the same kind
+  assert p.pop("retrace")[0] == j.pop("retrace")[0] == "RuntimeError"
+  assert p == j

@@ -123,8 +123,8 @@ debug_special = False
 def _set_debug_special(_):
   global debug_special
   f = config._flags
-  debug_special = bool(f["jax_debug_nans"].value) or bool(
-      f["jax_debug_infs"].value if "jax_debug_infs" in f else False)
+  debug_special = any(bool(f[n].value) for n in
+                      ("jax_debug_nans", "jax_debug_infs", "jax_no_execution") if n in f)
 
 
 config.define("jax_debug_nans", _env_bool("JAX_DEBUG_NANS"),
@@ -259,6 +259,14 @@ for _n in ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
 config.define("jax_explicit_x64_dtypes", _names.ExplicitX64Mode.WARN,
               "WARN or ERROR for explicitly requested 64-bit dtypes while x64 is disabled.",
               in_trace_state=True)
+# read where keys are created (random/keys.py); part of jit's cache key, as in JAX
+config.define("jax_random_seed_offset", int(os.environ.get("JAX_RANDOM_SEED_OFFSET", "0")),
+              "Offset added to every PRNG seed (jax.random.key / PRNGKey).", in_trace_state=True)
+config.define("jax_no_tracing", _env_bool("JAX_NO_TRACING"),
+              "Raise RuntimeError when a jit-compiled function would be traced.")
+config.define("jax_no_execution", _env_bool("JAX_NO_EXECUTION"),
+              "Raise RuntimeError when a computation would be executed.",
+              on_update=_set_debug_special, in_trace_state=True)
 _names.define_all(config)
 # pyjax's own compatibility options (not in JAX 0.10): only their defaults are honoured
 config._flags["jax_dynamic_shapes"].policy = _names.DEFAULT

@@ -1,5 +1,7 @@
 """``jax_debug_nans`` / ``jax_debug_infs``: raise ``FloatingPointError`` where a NaN or an
-infinity first appears.
+infinity first appears (and ``jax_no_execution``, checked at the same places: eager
+primitives and eager ``jit`` calls raise ``RuntimeError``; the computation has run, its
+results are discarded).
 
 Eagerly, every primitive's floating-point outputs are checked as it runs (the check is in
 ``runtime.dispatch``), so the error names the primitive: ``invalid value (nan) encountered
@@ -40,8 +42,16 @@ def invalid_kind(buf):
   return None
 
 
+def _no_execution(name):
+  return RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                      "option is set")
+
+
 def check_primitive_outputs(name, out, multiple_results):
-  """Raise ``FloatingPointError`` if an eager primitive's output is invalid."""
+  """Raise ``FloatingPointError`` if an eager primitive's output is invalid (and
+  ``RuntimeError`` under ``jax_no_execution``: the result is discarded)."""
+  if _config.config.jax_no_execution:
+    raise _no_execution(f"jit({name})")
   for o in (out if multiple_results else (out,)):
     kind = invalid_kind(o)
     if kind is not None:
@@ -63,7 +73,10 @@ def _no_nan_in_deoptimized(first):
 
 def check_jit_outputs(name, arrays, fun, args, kwargs):
   """After an eager ``jit`` call: when an output is invalid, re-run ``fun`` op by op (which
-  raises at the primitive) or raise JAX's de-optimization error."""
+  raises at the primitive) or raise JAX's de-optimization error.  Under
+  ``jax_no_execution`` raise ``RuntimeError`` (the outputs are discarded)."""
+  if _config.config.jax_no_execution:
+    raise _no_execution(f"jit({name})")
   for a in arrays:
     kind = invalid_kind(a._resolve() if hasattr(a, "_resolve") else a)
     if kind is None:

@@ -534,6 +534,15 @@ def _check_prng_key(name, key, *, allow_batched=False):
   elif _arraylike(key):
     if hasattr(key, "__jax_array__") and not isinstance(key, Array):
       key = key.__jax_array__()
+    mode = config.jax_legacy_prng_key
+    if mode != "allow":   # jax_legacy_prng_key: 'warn' or 'error' on raw uint32 keys
+      msg = ("Legacy uint32 key array passed as key to jax.random function. Please create "
+             "keys using jax.random.key(). If use of a raw key array was intended, set "
+             'jax_legacy_prng_key="allow".')
+      if mode == "error":
+        raise ValueError(msg)
+      import warnings
+      warnings.warn(msg, UserWarning, stacklevel=3)
     wrapped_key, wrapped = random_wrap(key, default_prng_impl()), True
     if config.jax_debug_key_reuse:   # raw keys are never checked: wrap a fresh buffer
       wrapped_key = PRNGKeyArray(wrapped_key._impl, _fresh_buffer(wrapped_key._base_array))
@@ -585,7 +594,11 @@ def _key(ctor_name, seed, impl_spec):
   if np.ndim(seed):
     raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
                     f"{np.shape(seed)} != (). Use jax.vmap for batching")
-  return PRNGKeyArray(impl, impl.seed(_seed_array(seed)))
+  seed = _seed_array(seed)
+  offset = config.jax_random_seed_offset
+  if offset:   # jax_random_seed_offset: added to every seed, as in JAX
+    seed = seed + np.asarray(offset, seed.dtype)
+  return PRNGKeyArray(impl, impl.seed(seed))
 
 
 def key(seed, *, impl=None, dtype=None):

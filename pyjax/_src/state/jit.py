@@ -10,6 +10,7 @@ outputs are the function's outputs followed by the final values of the refs it w
 from __future__ import annotations
 
 from pyjax._src import core, key_reuse, tracer_leaks
+from pyjax._src.config import config
 from pyjax._src.interpreters import staging
 from pyjax._src.state import types
 from pyjax._src.state.types import AbstractRef, Frame, Ref
@@ -32,6 +33,10 @@ class RefInfo:
 def trace_flat(flat_fun, avals, debug=None):
   """``staging.trace_flat`` of ``flat_fun`` with refs made explicit: returns
   ``(closed_jaxpr, tracer_consts, RefInfo or None)``."""
+  if config.jax_no_tracing:
+    src = debug.func_src_info if debug is not None else "fun"
+    raise RuntimeError(f"re-tracing function {src} for `{getattr(debug, 'traced_for', 'jit')}`,"
+                       " but 'no_tracing' is set")
   leak_mark = tracer_leaks.mark() if tracer_leaks._installed else None
   arg_pos = [i for i, a in enumerate(avals) if type(a) is AbstractRef]
   inner = [types.shaped(a.inner_aval) if type(a) is AbstractRef else a for a in avals]
