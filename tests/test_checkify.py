@@ -303,3 +303,17 @@ def test_jaxpr_matches_jax():
 def test_vmap_of_check_without_checkify():
   with pytest.raises(checkify.JaxRuntimeError, match="-2.0 must be pos"):
     pyjax.vmap(_pos)(jnp.array([1., -1., -2.]))
+
+
+def test_checkify_of_jit_reuses_its_checked_jaxpr():
+  @pyjax.jit
+  def f(x):
+    checkify.check(jnp.all(x > 0), "bad {}", x)
+    return jnp.log(x)
+  cf = checkify.checkify(f, errors=checkify.all_checks)
+  j1 = str(pyjax.make_jaxpr(cf)(jnp.ones(2)))
+  j2 = str(pyjax.make_jaxpr(cf)(jnp.ones(2)))
+  assert j1 == j2   # the same checkified body (same codes), not a retrace
+  assert cf(jnp.array([1., -1.]))[0].get() == "bad [ 1. -1.] (`check` failed)"
+  assert cf(jnp.array([1., 2.]))[0].get() is None
+  assert cf(jnp.array([1., 0.]))[0].get() == "bad [1. 0.] (`check` failed)"

@@ -12,6 +12,8 @@ input error's types.
 """
 from __future__ import annotations
 
+import weakref
+
 from pyjax._src import core
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
@@ -44,11 +46,31 @@ def _coerce(vals, avals):
   return out
 
 
-def _trace(fun, in_avals, n_err=None, err_avals=None):
+_memo = weakref.WeakKeyDictionary()   # Jaxpr -> {key: _trace result}
+_MAX_PER_JAXPR = 32
+
+
+def _trace(fun, in_avals, n_err=None, err_avals=None, anchor=None, key=None):
   """Stage ``fun(*flat) -> (error, outs)``.  Returns (closed jaxpr, hoisted jaxpr whose
   constants are leading inputs, those constants, out treedef of (error, outs), error
   kinds).  With ``err_avals`` the error results are cast to them (the error keeps its
-  kinds)."""
+  kinds).  With ``anchor`` (the source Jaxpr) and ``key`` (everything else ``fun``
+  depends on) the result is cached, so checkifying the same jitted function again reuses
+  the same jaxpr (and its compiled executable)."""
+  if anchor is not None:
+    if isinstance(anchor, core.ClosedJaxpr):
+      anchor = anchor.jaxpr
+    full_key = (key, tuple(in_avals), None if err_avals is None else tuple(err_avals),
+                core._trace_state_key())
+    table = _memo.get(anchor)
+    if table is None:
+      table = _memo[anchor] = {}
+    hit = table.get(full_key)
+    if hit is None:
+      if len(table) >= _MAX_PER_JAXPR:
+        table.clear()
+      hit = table[full_key] = _trace(fun, in_avals, n_err, err_avals)
+    return hit
   box = []
 
   def flat(*xs):
@@ -67,6 +89,16 @@ def _trace(fun, in_avals, n_err=None, err_avals=None):
   hoisted, consts = ad.closure_convert_jaxpr(closed)
   out_tree, effects = box[-1]
   return closed, hoisted, consts, out_tree, effects
+
+
+def _strip(error):
+  """(error without its metadata, the metadata): bodies are traced and cached on the
+  error's structure only; the metadata is merged back into the result."""
+  return error._replace(_metadata={}), dict(error._metadata)
+
+
+def _with_meta(err, meta):
+  return err._replace(_metadata={**meta, **err._metadata})
 
 
 def _runner(closed, enabled, err_tree, n_err, before=0):
@@ -92,10 +124,12 @@ def _merge_metadata(error, out_trees, leaves):
 # --- jit ------------------------------------------------------------------------------
 def _jit_rule(error, enabled, *args, jaxpr, **params):
   from pyjax._src.interpreters import staging
+  error, meta = _strip(error)
   err_vals, err_tree = tree_util.tree_flatten(error)
   n = len(err_vals)
   closed, _, _, out_tree, _ = _trace(_runner(jaxpr, enabled, err_tree, n),
-                                     _avals(err_vals) + list(jaxpr.in_avals))
+                                     _avals(err_vals) + list(jaxpr.in_avals),
+                                     anchor=jaxpr, key=("jit", enabled, err_tree))
   n_out = out_tree.num_leaves - len(jaxpr.out_avals)
   p = dict(params)
   u = staging.UNSPECIFIED
@@ -105,19 +139,23 @@ def _jit_rule(error, enabled, *args, jaxpr, **params):
   p["out_layouts"] = (None,) * n_out + tuple(params["out_layouts"])
   p["donated_invars"] = (False,) * n + tuple(params["donated_invars"])
   outs = staging.jit_p.bind(*err_vals, *args, jaxpr=closed, **p)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 # --- remat ----------------------------------------------------------------------------
 def _remat_rule(error, enabled, *args, jaxpr, **params):
   from pyjax._src import ad_checkpoint
+  error, meta = _strip(error)
   err_vals, err_tree = tree_util.tree_flatten(error)
   n = len(err_vals)
   _, hoisted, consts, out_tree, _ = _trace(
       _runner(core.ClosedJaxpr(jaxpr, []), enabled, err_tree, n),
-      _avals(err_vals) + [v.aval for v in jaxpr.invars])
+      _avals(err_vals) + [v.aval for v in jaxpr.invars], anchor=jaxpr,
+      key=("remat", enabled, err_tree))
   outs = ad_checkpoint.remat_p.bind(*consts, *err_vals, *args, jaxpr=hoisted.jaxpr, **params)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 # --- cond -----------------------------------------------------------------------------
@@ -134,17 +172,20 @@ def _widen(jaxpr, pre_avals, post_avals, n_own):
 
 def _cond_rule(error, enabled, index, *ops, branches, **params):
   from pyjax._src.lax.control_flow.conditionals import cond_p
+  error, meta = _strip(error)
   err_vals, err_tree = tree_util.tree_flatten(error)
   op_avals = _avals(ops)
   effects = set()
   for br in branches:
     effects |= _trace(_runner(br, enabled, err_tree, len(err_vals)),
-                      _avals(err_vals) + op_avals)[4]
+                      _avals(err_vals) + op_avals, anchor=br,
+                      key=("cond-effects", enabled, err_tree))[4]
   error = error._add_placeholder_effects(effects)
   err_vals, err_tree = tree_util.tree_flatten(error)
   err_avals = _avals(err_vals)
   traced = [_trace(_runner(br, enabled, err_tree, len(err_vals)), err_avals + op_avals,
-                   err_avals=err_avals) for br in branches]
+                   err_avals=err_avals, anchor=br, key=("cond", enabled, err_tree))
+            for br in branches]
   const_avals = [[core.get_aval(c) for c in t[2]] for t in traced]
   new_branches = []
   for i, t in enumerate(traced):
@@ -155,7 +196,7 @@ def _cond_rule(error, enabled, index, *ops, branches, **params):
   outs = cond_p.bind(index, *all_consts, *err_vals, *ops, branches=tuple(new_branches),
                      **params)
   err, out = tree_util.tree_unflatten(traced[0][3], outs)
-  meta = _merge_metadata(err, [t[3] for t in traced], outs)
+  meta = _merge_metadata(_with_meta(err, meta), [t[3] for t in traced], outs)
   return err._replace(_metadata=meta), out
 
 
@@ -170,19 +211,24 @@ def _scan_rule(error, enabled, *args, jaxpr, length, num_consts, num_carry, **pa
   def body_fun(err_tree, n_err):
     return _runner(jaxpr, enabled, err_tree, n_err, before=num_consts)
 
+  error, meta = _strip(error)
   err_vals, err_tree = tree_util.tree_flatten(error)
+  key = (enabled, num_consts)
   effects = _trace(body_fun(err_tree, len(err_vals)),
-                   c_avals + _avals(err_vals) + carry_avals + x_avals)[4]
+                   c_avals + _avals(err_vals) + carry_avals + x_avals, anchor=jaxpr,
+                   key=("scan-effects", err_tree) + key)[4]
   error = error._add_placeholder_effects(effects)
   err_vals, err_tree = tree_util.tree_flatten(error)
   err_avals = _avals(err_vals)
   _, hoisted, hconsts, out_tree, _ = _trace(body_fun(err_tree, len(err_vals)),
                                             c_avals + err_avals + carry_avals + x_avals,
-                                            err_avals=err_avals)
+                                            err_avals=err_avals, anchor=jaxpr,
+                                            key=("scan", err_tree) + key)
   outs = scan_p.bind(*hconsts, *consts, *err_vals, *carry, *xs, jaxpr=hoisted,
                      length=length, num_consts=len(hconsts) + num_consts,
                      num_carry=len(err_vals) + num_carry, **params)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 # --- while ----------------------------------------------------------------------------
@@ -210,27 +256,33 @@ def _while_rule(error, enabled, *args, cond_jaxpr, body_jaxpr, cond_nconsts, bod
       return e, out
     return fun
 
+  error, meta = _strip(error)
   err_vals, err_tree = tree_util.tree_flatten(error)
+  key = (enabled, ncc, nbc, cond_jaxpr.jaxpr)
   effects = _trace(body_fun(err_tree, len(err_vals)),
-                   cc_avals + bc_avals + _avals(err_vals) + carry_avals)[4]
+                   cc_avals + bc_avals + _avals(err_vals) + carry_avals, anchor=body_jaxpr,
+                   key=("while-effects", err_tree) + key)[4]
   error = error._add_placeholder_effects(effects)
   err_vals, err_tree = tree_util.tree_flatten(error)
   err_avals = _avals(err_vals)
   n_err = len(err_vals)
   _, body, hb, out_tree, _ = _trace(body_fun(err_tree, n_err),
                                     cc_avals + bc_avals + err_avals + carry_avals,
-                                    err_avals=err_avals)
+                                    err_avals=err_avals, anchor=body_jaxpr,
+                                    key=("while-body", err_tree) + key)
 
   def cond_fun(*xs):
     c = xs[:ncc]
     e = tree_util.tree_unflatten(err_tree, xs[ncc:ncc + n_err])
     _, out = ck.checkify_jaxpr(cond_jaxpr, enabled, e, *c, *xs[ncc + n_err:])
     return ck.init_error, out
-  _, cond, hc, _, _ = _trace(cond_fun, cc_avals + err_avals + carry_avals)
+  _, cond, hc, _, _ = _trace(cond_fun, cc_avals + err_avals + carry_avals, anchor=cond_jaxpr,
+                             key=("while-cond", err_tree, enabled, ncc))
   outs = while_p.bind(*hc, *cc, *hb, *cc, *bc, *err_vals, *carry,
                       cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=len(hc) + ncc,
                       body_nconsts=len(hb) + ncc + nbc)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 # --- custom_jvp / custom_vjp ----------------------------------------------------------
@@ -239,19 +291,22 @@ def _custom_call_parts(error, enabled, args, call_jaxpr, num_consts):
   c_avals, v_avals = _avals(consts), _avals(vals)
   err_vals, err_tree = tree_util.tree_flatten(error)
   effects = _trace(_runner(call_jaxpr, enabled, err_tree, len(err_vals), before=num_consts),
-                   c_avals + _avals(err_vals) + v_avals)[4]
+                   c_avals + _avals(err_vals) + v_avals, anchor=call_jaxpr,
+                   key=("custom-effects", enabled, err_tree, num_consts))[4]
   error = error._add_placeholder_effects(effects)
   err_vals, err_tree = tree_util.tree_flatten(error)
   err_avals = _avals(err_vals)
   _, hoisted, hconsts, out_tree, _ = _trace(
       _runner(call_jaxpr, enabled, err_tree, len(err_vals), before=num_consts),
-      c_avals + err_avals + v_avals, err_avals=err_avals)
+      c_avals + err_avals + v_avals, err_avals=err_avals, anchor=call_jaxpr,
+      key=("custom", enabled, err_tree, num_consts))
   return consts, vals, err_vals, err_avals, hoisted, hconsts, out_tree
 
 
 def _custom_jvp_rule(error, enabled, *args, call_jaxpr, jvp_jaxpr_fun, num_consts,
                      symbolic_zeros, name):
   from pyjax._src import api_ad
+  error, meta = _strip(error)
   consts, vals, err_vals, err_avals, hoisted, hconsts, out_tree = _custom_call_parts(
       error, enabled, args, call_jaxpr, num_consts)
   ne = len(err_vals)
@@ -268,12 +323,14 @@ def _custom_jvp_rule(error, enabled, *args, call_jaxpr, jvp_jaxpr_fun, num_const
       *hconsts, *consts, *err_vals, *vals, call_jaxpr=hoisted,
       jvp_jaxpr_fun=api_ad._Named(jvp, repr(jvp_jaxpr_fun)),
       num_consts=len(hconsts) + num_consts, symbolic_zeros=symbolic_zeros, name=name)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, num_consts,
                      symbolic_zeros, name):
   from pyjax._src import api_ad
+  error, meta = _strip(error)
   consts, vals, err_vals, err_avals, hoisted, hconsts, out_tree = _custom_call_parts(
       error, enabled, args, call_jaxpr, num_consts)
   ne = len(err_vals)
@@ -295,7 +352,8 @@ def _custom_vjp_rule(error, enabled, *args, call_jaxpr, fwd_jaxpr_thunk, bwd, nu
       *hconsts, *consts, *err_vals, *vals, call_jaxpr=hoisted,
       fwd_jaxpr_thunk=api_ad._Named(fwd, repr(fwd_jaxpr_thunk)), bwd=bwd,
       num_consts=len(hconsts) + num_consts, symbolic_zeros=symbolic_zeros, name=name)
-  return tree_util.tree_unflatten(out_tree, outs)
+  err, out = tree_util.tree_unflatten(out_tree, outs)
+  return _with_meta(err, meta), out
 
 
 def register(table, cond_p, while_p, scan_p, jit_p, remat_p, custom_jvp_call_p,
