@@ -197,8 +197,12 @@ def test_small_int_products_stay_on_numpy(monkeypatch):
   a = jnp.ones((4, 4), jnp.int32)
   np.testing.assert_array_equal(jnp.dot(a, a), np.full((4, 4), 4))
   assert not calls
-  b = jnp.ones((16, 16), jnp.int32)
-  np.testing.assert_array_equal(jnp.dot(b, b), np.full((16, 16), 16))   # 4096 multiply-adds
+  assert eager_linalg.NATIVE_INT_MIN_WORK == 16384
+  b, c = jnp.ones((16, 31), jnp.int32), jnp.ones((31, 32), jnp.int32)  # 15872 multiply-adds
+  np.testing.assert_array_equal(jnp.dot(b, c), np.full((16, 32), 31))
+  assert not calls
+  b, c = jnp.ones((16, 32), jnp.int32), jnp.ones((32, 32), jnp.int32)  # 16384
+  np.testing.assert_array_equal(jnp.dot(b, c), np.full((16, 32), 32))
   assert len(calls) == 1
   h = jnp.ones((2, 2), jnp.float16)                                      # halves: always
   np.testing.assert_array_equal(jnp.dot(h, h), np.full((2, 2), 2, np.float16))

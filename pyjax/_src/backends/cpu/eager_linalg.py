@@ -119,7 +119,7 @@ _HALVES = frozenset(["float16", "bfloat16"])
 # integer products smaller than this (multiply-adds) stay on NumPy (a native call costs a
 # few microseconds); half-precision ones always run natively, so that the summation order
 # is the compiled tier's at every size
-NATIVE_INT_MIN_WORK = 4096
+NATIVE_INT_MIN_WORK = 16384
 _gemm = None
 
 

@@ -255,6 +255,11 @@ def _store_source(acc, tc):
 static inline void pj_xg_store_{key}({st} *restrict C, int64_t ldc, int64_t mr, int64_t nr,
                                      int64_t NR, const {t} *restrict T, int first) {{
   (void)first;
+  if (nr == NR) {{     /* a full row: NR is a constant once inlined, so this vectorizes */
+    for (int64_t i = 0; i < mr; i++)
+      for (int64_t j = 0; j < NR; j++) {{ const {t} v = T[i * NR + j]; {body} }}
+    return;
+  }}
   for (int64_t i = 0; i < mr; i++)
     for (int64_t j = 0; j < nr; j++) {{ const {t} v = T[i * NR + j]; {body} }}
 }}
