@@ -29,7 +29,6 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src import tree_util
-from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters import batching
 from pyjax._src.runtime.array import Array
@@ -787,7 +786,3 @@ def _init_rules():
                           api_ad.custom_vjp_call_p)
   _rules_ready.append(True)
 
-
-def _shaped(x):
-  a = core.get_aval(x)
-  return ShapedArray(a.shape, a.dtype, a.weak_type)
