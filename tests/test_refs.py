@@ -150,8 +150,18 @@ def _grad_closed_write(m):
   return m.grad(lambda x: (r.__setitem__(..., r[...] * x), r[...].sum())[1])(2.0)
 
 
+def _vmap_unbatched_ref(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  return m.vmap(lambda r, x: r[...] * x, in_axes=(None, 0))(r, m.numpy.ones(2))
+
+
+def _same_ref_twice(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  return m.jit(lambda d: d["a"][...])({"a": r, "b": [r]})
+
+
 CASES = {f.__name__[1:]: f for f in [
-    _eager_basic, _ref_module, _jit_arg, _jit_closed_read_not_stale, _jit_counter,
+    _vmap_unbatched_ref, _same_ref_twice, _eager_basic, _ref_module, _jit_arg, _jit_closed_read_not_stale, _jit_counter,
     _nested_jit, _grad_local, _vmap_local, _grad_through_jit, _loop_local, _shape_error,
     _dtype_error, _dtype_error2, _oob, _return_ref]}
 

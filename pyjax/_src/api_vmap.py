@@ -8,6 +8,7 @@ import inspect
 
 from pyjax._src import core, tree_util
 from pyjax._src import tracer_leaks as _tracer_leaks
+from pyjax._src.state.types import Ref as _Ref
 from pyjax._src.interpreters import batching
 from pyjax._src.interpreters.batching import not_mapped
 
@@ -185,7 +186,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       axes = [in_axes] * len(arg_leaves)
     leaves = arg_leaves + kw_leaves
     axes = axes + [0] * len(kw_leaves)
-    for x in leaves:
+    for x, ax in zip(leaves, axes):
+      if type(x) is _Ref:   # a mutable array reference: passed through, unbatched
+        if ax is not None:
+          raise ValueError(f"vmap of a Ref argument ({x.aval}) needs in_axes None for it: "
+                           "pyjax does not batch mutable array references")
+        continue
       if not _valid_input(x):
         raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type")
     size = _mapped_axis_size(fun, args, kwargs, leaves, axes, axis_size)

@@ -19,9 +19,12 @@ from pyjax._src.state.types import AbstractRef, Frame, Ref
 class RefInfo:
   """How a traced program uses refs: which flat arguments are refs, which outer refs it
   closes over (extra trailing inputs), and which of those it writes (extra outputs)."""
-  __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out", "key_sinks")
+  __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out", "key_sinks",
+               "debug")
 
-  def __init__(self, arg_pos, closed, written_args, written_closed, n_out, key_sinks=()):
+  def __init__(self, arg_pos, closed, written_args, written_closed, n_out, key_sinks=(),
+               debug=None):
+    self.debug = debug
     self.arg_pos = arg_pos
     self.closed = closed
     self.written_args = written_args       # positions (in arg_pos order) written
@@ -80,7 +83,8 @@ def trace_flat(flat_fun, avals, debug=None):
   sinks = result.get("key_sinks", ())
   if arg_pos or closed_refs or sinks:
     wa, wc, n_out = result["written"]
-    info = RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa), tuple(wc), n_out, sinks)
+    info = RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa), tuple(wc), n_out, sinks,
+                   debug)
   if leak_mark is not None:   # jax_check_tracer_leaks: the trace's tracers must be dead
     frame = result = traced = None
     tracer_leaks.check(leak_mark)
@@ -92,6 +96,8 @@ def call(info, closed, params, leaves, tracer_consts, inline):
   (and that consumes PRNG keys: checked and marked, ``key_reuse``)."""
   if info.key_sinks:
     key_reuse.check_call(info.key_sinks, leaves)
+  if len(info.arg_pos) > 1:
+    _check_distinct_refs(info, leaves)
   vals = list(leaves)
   for i in info.arg_pos:
     r = vals[i]
@@ -113,6 +119,22 @@ def call(info, closed, params, leaves, tracer_consts, inline):
   for k in info.written_closed:
     _write_back(info.closed[k], next(rest))
   return primary
+
+
+def _check_distinct_refs(info, leaves):
+  """JAX's ValueError for one ref passed as two arguments (their writes would conflict)."""
+  seen = {}
+  for i in info.arg_pos:
+    r = leaves[i]
+    j = seen.setdefault(id(r), i)
+    if j != i:
+      d = info.debug
+      src = d.func_src_info if d is not None else "fun"
+      raise ValueError(
+          "only one reference to a mutable array may be passed as an argument to a function, "
+          f"but when tracing {src} for {getattr(d, 'traced_for', 'jit')} the mutable array "
+          f"reference of type {r.aval} appeared at both {_arg_name(d, j)} and "
+          f"{_arg_name(d, i)}.")
 
 
 def _write_back(ref, value):
