@@ -303,3 +303,24 @@ def test_jit_object_type_is_named_pjit_function():
   jax = _jax()
   assert type(pyjax.jit(abs)).__name__ == type(jax.jit(abs)).__name__ == "PjitFunction"
   assert "PjitFunction" in str(type(pyjax.jit(abs)))
+
+
+def test_jit_signature_without_following_wrapped():
+  jax = _jax()
+
+  def f(x, y=1, *, z=2):
+    return x
+  for lib in (jax, pyjax):
+    assert str(inspect.signature(lib.jit(f), follow_wrapped=False)) == "(x, y=1, *, z=2)"
+
+
+def test_key_arrays_in_asarray_and_array_equal():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    k1 = lib.random.split(lib.random.key(1))
+    k2 = lib.random.split(lib.random.key(2))
+    assert lib.numpy.asarray(k1) is k1
+    assert bool(lib.numpy.array_equal(k1, k1)) and not bool(lib.numpy.array_equal(k1, k2))
+    assert bool(lib.numpy.array_equal(k1, k1, equal_nan=True))
+    assert bool(lib.jit(lib.numpy.array_equal)(k1, k1))
+    assert not bool(lib.jit(lib.numpy.array_equal)(k1, k2))

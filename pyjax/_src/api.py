@@ -533,6 +533,13 @@ class JitWrapped:
       return self
     return types.MethodType(self, obj)
 
+  @property
+  def __signature__(self):
+    # As JAX's: the wrapped function's signature, also for
+    # inspect.signature(jitted, follow_wrapped=False) (a class with __get__ would
+    # otherwise look like a builtin method descriptor to inspect).
+    return inspect.signature(self._fun)
+
   # -- the call --------------------------------------------------------------------------
   def __call__(self, *args, **kwargs):
     if not kwargs and _core_state.interp is _eval_interp:

@@ -94,6 +94,11 @@ def _array(obj, d):
                                        obj.weak_type if d is None else False)
   if t in _scalar_types:
     return _from_python_scalar(obj, d)
+  if getattr(getattr(obj, "dtype", None), "_pyjax_extended", False):
+    # a typed PRNG key array is already an Array (as in JAX, asarray returns it)
+    if d is not None and d != obj.dtype:
+      raise TypeError(f"Cannot convert a key array of dtype {obj.dtype} to dtype {d}")
+    return obj
   if hasattr(obj, "__jax_array__"):
     return _array(obj.__jax_array__(), d)
   if isinstance(obj, (np.ndarray, np.generic)):
