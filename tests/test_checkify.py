@@ -333,7 +333,8 @@ def test_check_in_scan_under_grad():
   err, g = checkify.checkify(pyjax.grad(f), errors=checkify.all_checks)(jnp.float32(0.7))
   assert err.get() is None
   eps = 1e-3
-  fd = (f(jnp.float32(0.7 + eps)) - f(jnp.float32(0.7 - eps))) / (2 * eps)
+  cf = checkify.checkify(f)
+  fd = (cf(jnp.float32(0.7 + eps))[1] - cf(jnp.float32(0.7 - eps))[1]) / (2 * eps)
   np.testing.assert_allclose(g, fd, rtol=2e-3)
   err, g = pyjax.vmap(checkify.checkify(pyjax.grad(f), errors=checkify.all_checks))(
       jnp.array([0.7, 2., -1.]))
