@@ -208,6 +208,35 @@ def test_compile_event_durations_are_positive(listeners):
   assert ("/jax/core/compile/jaxpr_trace_duration", trace[0][1]) in scalars
 
 
+def test_disk_compilation_cache_records_jax_cache_events(listeners, tmp_path, monkeypatch):
+  from pyjax._src.backends.cpu.compiler import build, cache
+  tc = build.toolchain()
+  if tc is None:
+    pytest.skip("no C compiler")
+  monkeypatch.setenv("PYJAX_CACHE_DIR", str(tmp_path))
+  events, durations = [], []
+  monitoring.register_event_listener(lambda e, **k: events.append(e))
+  monitoring.register_event_duration_secs_listener(lambda e, d, **k: durations.append((e, d)))
+  source = "int pyjax_h1_monitoring_probe(int x) { return x + 41; }\n"
+  lib = cache.get_library(source, tc)
+  assert lib.pyjax_h1_monitoring_probe(1) == 42
+  assert events == ["/jax/compilation_cache/compile_requests_use_cache",
+                    "/jax/compilation_cache/cache_misses"]
+  del lib
+  cache.clear_memory()
+  import gc
+  gc.collect()
+  events.clear()
+  st = {}
+  lib = cache.get_library(source, tc, st)
+  if st["cache"] == "memory":
+    pytest.skip("the library stayed loaded: no disk read to observe")
+  assert events == ["/jax/compilation_cache/compile_requests_use_cache",
+                    "/jax/compilation_cache/cache_hits"]
+  (name, secs), = [d for d in durations if d[0].endswith("cache_retrieval_time_sec")]
+  assert secs >= 0
+
+
 # -- flatten_util ----------------------------------------------------------------------------------
 
 TREES = [

@@ -6,7 +6,11 @@ event name and the keyword metadata.  pyjax records JAX's compile events itself:
 ``/jax/core/compile/jaxpr_trace_duration`` (tracing a function for ``jit``, metadata
 ``fun_name=<name>``) and ``/jax/core/compile/backend_compile_duration`` (building the
 executable, ``fun_name='jit(<name>)'``).  As in JAX each is recorded as a scalar (its
-start time) on entry, then as a duration and a time span on exit.
+start time) on entry, then as a duration and a time span on exit.  The CPU compiler's
+disk cache records ``/jax/compilation_cache/compile_requests_use_cache``, ``cache_hits``
+(with the ``cache_retrieval_time_sec`` duration) and ``cache_misses``.  Not recorded:
+``jaxpr_to_mlir_module_duration`` (there is no MLIR step) and
+``compile_time_saved_sec`` (cache entries do not store their compile time).
 """
 from __future__ import annotations
 

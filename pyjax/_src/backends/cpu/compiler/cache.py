@@ -53,6 +53,7 @@ import time
 import warnings
 import weakref
 
+from pyjax._src import monitoring as _monitoring
 from pyjax._src import profiler as _profiler
 
 FORMAT = "1"
@@ -349,17 +350,24 @@ def _touch(path):
 def _get_uncached(key, source, toolchain, stats):
   d = cache_dir()
   if d is not None:
+    # JAX's persistent-cache events (jax.monitoring), recorded for the disk cache
+    _monitoring.record_event("/jax/compilation_cache/compile_requests_use_cache")
     so = os.path.join(d, f"{key}.so")
     meta = os.path.join(d, f"{key}.json")
+    t0 = time.monotonic()
     if _valid(key, so, meta) and _is_regular(so):
       try:
         lib = _load(so)
         _touch(meta)
         if stats is not None:
           stats["cache"] = "disk"
+        _monitoring.record_event("/jax/compilation_cache/cache_hits")
+        _monitoring.record_event_duration_secs(
+            "/jax/compilation_cache/cache_retrieval_time_sec", time.monotonic() - t0)
         return lib
       except OSError:
         pass
+    _monitoring.record_event("/jax/compilation_cache/cache_misses")
     try:
       lib = _publish(d, key, so, meta, source, toolchain)
       if stats is not None:
