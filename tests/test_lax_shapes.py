@@ -450,10 +450,10 @@ def test_float_shape_elements():
 
 def test_reshape_size_mismatch():
   x = _pj(_np((2, 3), f32))
-  with pytest.raises(TypeError, match=r"reshape total size must be unchanged, got new_sizes "
+  with pytest.raises(ValueError, match=r"reshape total size must be unchanged, got new_sizes "
                      r"\(4, 2\) \(of total size 8\) for shape \(2, 3\) \(of total size 6\)."):
     lax.reshape(x, (4, 2))
-  with pytest.raises(TypeError, match="reshape total size must be unchanged"):
+  with pytest.raises(ValueError, match="reshape total size must be unchanged"):
     trace(lambda x: (lax.reshape(x, (5,)),), ShapedArray((2, 3), f32))
 
 

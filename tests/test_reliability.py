@@ -281,3 +281,136 @@ def test_grad_weak_type_through_control_flow(name):
       g, w = wrap_p(pf)(arg), wrap_j(jf)(arg)
       assert (g.dtype, g.weak_type) == (w.dtype, w.weak_type), (name, arg)
       np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5)
+
+
+# --- bad input ---------------------------------------------------------------------------------
+_BAD_ARRAYS = {
+    "object": lambda: np.array([1, 2], dtype=object),
+    "datetime64": lambda: np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+    "timedelta64": lambda: np.array([1, 2], dtype="timedelta64[s]"),
+    "byteswapped_f4": lambda: np.arange(2, dtype=">f4"),
+    "byteswapped_i8": lambda: np.arange(2, dtype=">i8"),
+}
+
+
+def _entry_points(m, lx, j):
+  return {
+      "asarray": m.asarray, "array": m.array, "add": lambda a: m.ones(2) + a, "sum": m.sum,
+      "sin": m.sin, "lax.add": lambda a: lx.add(a, a), "device_put": j.device_put,
+      "jit": j.jit(lambda a: a * 2), "vmap": j.vmap(lambda v: v),
+  }
+
+
+@pytest.mark.parametrize("kind", list(_BAD_ARRAYS))
+def test_unsupported_numpy_dtypes_raise_type_error_as_jax(kind):
+  """JAX 0.10 rejects object, datetime64/timedelta64 and non-native byte order arrays with
+  TypeError at every entry point (no KeyError later, no silent cast under jit)."""
+  a = _BAD_ARRAYS[kind]()
+  pe, je = _entry_points(pjnp, plax, pyjax), _entry_points(jnp, jlax, jax)
+  for name in pe:
+    with pytest.raises(TypeError) as ej:
+      je[name](a)
+    with pytest.raises(TypeError) as ep:
+      pe[name](a)
+    if name in ("asarray", "array"):
+      assert str(ep.value) == str(ej.value)
+    if name == "jit":
+      assert str(ep.value).startswith("Error interpreting argument to")
+
+
+@pytest.mark.parametrize("obj", [[[1, 2], [3]], [[1.0, 2.0], [3.0]], [[1, 2], 3]])
+def test_ragged_lists_raise_value_error(obj):
+  with pytest.raises(ValueError) as ej:
+    jnp.array(obj)
+  with pytest.raises(ValueError) as ep:
+    pjnp.array(obj)
+  assert "inhomogeneous" in str(ep.value) and "inhomogeneous" in str(ej.value)
+  with pytest.raises(ValueError):
+    pjnp.asarray(obj)
+
+
+def test_impossible_allocations_raise_jax_runtime_error():
+  assert issubclass(pyjax.errors.JaxRuntimeError, RuntimeError)
+  n = 1 << 40
+  with pytest.raises(jax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED: Out of memory"):
+    jnp.zeros((n,), jnp.float32)
+  with pytest.raises(pyjax.errors.JaxRuntimeError,
+                     match=r"^RESOURCE_EXHAUSTED: Out of memory allocating 4398046511104 bytes\.$"):
+    pjnp.zeros((n,), pjnp.float32)
+  x = pjnp.ones(2)
+  with pytest.raises(pyjax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
+    pyjax.jit(lambda v: pjnp.broadcast_to(v[0], (n,)) + 1)(x)
+  with pytest.raises(pyjax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
+    pjnp.broadcast_to(x[0], (n,)) + 1
+
+
+def test_shape_beyond_int64_is_a_type_error():
+  with pytest.raises(TypeError):
+    jnp.zeros((2**63,))
+  with pytest.raises(TypeError):
+    pjnp.zeros((2**63,))
+  with pytest.raises(TypeError):
+    pjnp.ones((2, 2**64))
+
+
+def test_wrong_size_reshape_is_a_value_error():
+  with pytest.raises(ValueError):
+    jax.jit(lambda v: jlax.reshape(v, (4,)))(jnp.ones(6))
+  with pytest.raises(ValueError, match="reshape total size must be unchanged"):
+    plax.reshape(pjnp.ones(6), (4,))
+  with pytest.raises(ValueError, match="reshape total size must be unchanged"):
+    pyjax.jit(lambda v: plax.reshape(v, (4,)))(pjnp.ones(6))
+
+
+@pytest.mark.parametrize("dev", [5, "gpu", "cpu", 1.5])
+def test_device_put_invalid_placement_is_value_error(dev):
+  with pytest.raises(ValueError) as ej:
+    jax.device_put(jnp.ones(2), dev)
+  with pytest.raises(ValueError) as ep:
+    pyjax.device_put(pjnp.ones(2), dev)
+  assert str(ep.value) == str(ej.value)
+  with pytest.raises(ValueError):
+    pyjax.device_put((pjnp.ones(2), pjnp.ones(2)), (dev, None))
+
+
+# --- errors inside compiled code: the same class, surfacing at the call, on every tier -------
+def _raising(v):
+  raise ValueError("boom")
+
+
+def _callback_programs(m, j):
+  import importlib
+  io_callback = importlib.import_module(j.__name__ + ".experimental").io_callback
+  return {
+      "pure_callback": lambda v: j.pure_callback(
+          _raising, j.ShapeDtypeStruct(v.shape, v.dtype), v) + 1,
+      "debug_callback": lambda v: (j.debug.callback(_raising, v), v + 1)[1],
+      "io_callback": lambda v: (io_callback(_raising, None, v), v + 1)[1],
+      "in_cond": lambda v: j.lax.cond(True, lambda u: j.pure_callback(
+          _raising, j.ShapeDtypeStruct(u.shape, u.dtype), u), lambda u: u, v) * 2,
+  }
+
+
+@pytest.mark.parametrize("size", [3, 1 << 17])   # small: synchronous; big: async-eligible
+@pytest.mark.parametrize("name", ["pure_callback", "debug_callback", "io_callback", "in_cond"])
+def test_callback_errors_surface_at_the_call_on_every_tier(name, size):
+  import logging
+  logging.getLogger("jax._src.debugging").disabled = True
+  x = np.ones(size, np.float32)
+  with pytest.raises(jax.errors.JaxRuntimeError, match="CpuCallback error"):
+    # JAX: at the call for device arrays (with a NumPy input it may surface at a read)
+    jax.jit(_callback_programs(jnp, jax)[name])(jnp.asarray(x))
+  for mode in ["off"] + (["sync"] if _native_available() else []):
+    with compile_mode(mode):
+      f = pyjax.jit(_callback_programs(pjnp, pyjax)[name])
+      with pytest.raises(pyjax.errors.JaxRuntimeError, match="INTERNAL: CpuCallback error"):
+        f(x)   # raises here, not at a later read
+
+
+def test_eager_debug_callback_raises_the_callbacks_own_error():
+  import logging
+  logging.getLogger("pyjax").disabled = True
+  with pytest.raises(ZeroDivisionError):
+    jax.debug.callback(lambda v: 1 / 0, jnp.ones(2))
+  with pytest.raises(ZeroDivisionError):
+    pyjax.debug.callback(lambda v: 1 / 0, pjnp.ones(2))

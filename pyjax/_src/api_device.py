@@ -22,12 +22,15 @@ def _resolve_device(device):
     return device
   if isinstance(device, SingleDeviceSharding):
     return device._device
-  if isinstance(device, str):
-    return _devices.get_backend(device).devices[0]
   ds = getattr(device, "device_set", None)
   if ds is not None and len(ds) == 1:
     return next(iter(ds))
-  raise TypeError(f"device_put: unsupported device or sharding {device!r}")
+  if ds is not None:
+    raise TypeError(f"device_put: unsupported device or sharding {device!r}")
+  # anything else, platform names included, is rejected as JAX does
+  raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                   "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these values. "
+                   f"Received invalid value: {device}")
 
 
 def _put_one(x, device, may_alias=None, donate=False):
@@ -79,8 +82,11 @@ def _put_traced(x, device, src, donate, may_alias):
 def _is_placement(d):
   """A device, a sharding (anything with a ``device_set``) or a platform name: a leaf of
   a device_put placement tree."""
-  return (d is None or isinstance(d, (_devices.Device, SingleDeviceSharding, str))
-          or hasattr(d, "device_set"))
+  if (d is None or isinstance(d, (_devices.Device, SingleDeviceSharding, str))
+      or hasattr(d, "device_set")):
+    return True
+  # any other leaf (5, 1.5, ...) is an invalid placement: _resolve_device says so
+  return tree_util.treedef_is_leaf(tree_util.tree_structure(d))
 
 
 def _prefix_leaves(d, x, n):
@@ -92,8 +98,9 @@ def _prefix_leaves(d, x, n):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put every leaf of ``x`` on ``device`` (committing it there), or on the default device
-  uncommitted when ``device`` is None.  ``device`` may be a Device, a SingleDeviceSharding,
-  a platform name, or a pytree prefix of those.  Under a trace it records a ``device_put``
+  uncommitted when ``device`` is None.  ``device`` may be a Device, a SingleDeviceSharding
+  (or another single-device sharding), or a pytree prefix of those; anything else (a
+  number, a platform name) raises JAX's ValueError.  Under a trace it records a ``device_put``
   equation, as JAX does."""
   if any(isinstance(leaf, core.Tracer) for leaf in tree_util.tree_leaves(x)):
     return _put_traced(x, device, src, donate, may_alias)

@@ -51,6 +51,14 @@ all_dtypes = [bool_, *int_dtypes, *float_dtypes, *complex_dtypes]
 _float_set = frozenset(float_dtypes)
 _int_set = frozenset(int_dtypes)
 _complex_set = frozenset(complex_dtypes)
+# the dtypes an array may hold (native byte order: '>f4' is not float32 and, as in JAX,
+# not an array type; nor are object, string, datetime64 and timedelta64)
+_array_dtype_set = frozenset(all_dtypes)
+
+
+def is_array_dtype(d):
+  """Whether NumPy dtype ``d`` is one a JAX array may hold."""
+  return d in _array_dtype_set
 
 # --- x64 canonicalization ---------------------------------------------------------------
 _to_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}

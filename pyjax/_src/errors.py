@@ -78,6 +78,22 @@ class JaxRuntimeError(RuntimeError):
   """An error raised while executing a computation (also surfaces async failures)."""
 
 
+def out_of_memory(exc, nbytes=None):
+  """The JaxRuntimeError JAX raises when a buffer cannot be allocated (XLA's
+  RESOURCE_EXHAUSTED), for the MemoryError ``exc`` NumPy raised."""
+  if nbytes is None:
+    shape, dtype = getattr(exc, "shape", None), getattr(exc, "dtype", None)
+    if shape is not None and dtype is not None:
+      n = dtype.itemsize
+      for d in shape:
+        n *= int(d)
+      nbytes = n
+  what = f"{nbytes} bytes" if nbytes is not None else "a buffer"
+  err = JaxRuntimeError(f"RESOURCE_EXHAUSTED: Out of memory allocating {what}.")
+  err.__cause__ = exc
+  return err
+
+
 class JaxprTypeError(TypeError):
   """Raised when a jaxpr fails its type check (as jax.errors.JaxprTypeError)."""
 

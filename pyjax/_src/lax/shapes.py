@@ -237,7 +237,8 @@ def _reshape_abstract(x, *, new_sizes, dimensions, sharding=None):
     raise TypeError("reshape dimensions must be a permutation of operand dimensions, got "
                     f"dimensions {dimensions} for shape {x.shape}.")
   if math.prod(new_sizes) != math.prod(x.shape):
-    raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} (of total "
+    # ValueError as in JAX 0.10 (whose check fails when the program is lowered)
+    raise ValueError(f"reshape total size must be unchanged, got new_sizes {new_sizes} (of total "
                     f"size {math.prod(new_sizes)}) for shape {x.shape} (of total size "
                     f"{math.prod(x.shape)}).")
   return ShapedArray(tuple(new_sizes), x.dtype, x.weak_type)

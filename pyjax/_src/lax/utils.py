@@ -153,11 +153,16 @@ def binop(name, kinds, result_dtype=None, same_dtype=True, kinds2=None):
 
 
 def canonicalize_shape(shape, context=""):
-  """A tuple of Python ints, or JAX's TypeError for anything else (tracers included)."""
+  """A tuple of Python ints, or JAX's TypeError for anything else (tracers included, and
+  dimensions of 2**63 or more, which no array can have)."""
   try:
-    return tuple(int(_index(d)) for d in shape)
+    out = tuple(int(_index(d)) for d in shape)
   except TypeError:
     pass
+  else:
+    if any(d >= _DIM_LIMIT for d in out):
+      raise TypeError(f"Shape dimensions must fit in a signed 64-bit integer, got {shape!r}.")
+    return out
   if not isinstance(shape, (tuple, list)):
     try:
       return (int(_index(shape)),)
@@ -169,6 +174,9 @@ def canonicalize_shape(shape, context=""):
     msg += ("\nIf using `jit`, try using `static_argnums` or applying `jit` to smaller "
             "subfunctions.")
   raise TypeError(msg + (f" {context}" if context else ""))
+
+
+_DIM_LIMIT = 1 << 63
 
 
 def _index(d):

@@ -102,8 +102,9 @@ def _array(obj, d):
   if hasattr(obj, "__jax_array__"):
     return _array(obj.__jax_array__(), d)
   if isinstance(obj, (np.ndarray, np.generic)):
-    if obj.dtype == object or obj.dtype.kind in "SUO":
-      raise TypeError(f"JAX only supports number and bool dtypes, got dtype {obj.dtype} in array")
+    if not dtypes.is_array_dtype(obj.dtype):   # object, strings, datetime64, '>f4', ...
+      raise TypeError("Error interpreting argument to stage as a JAX value. The problematic "
+                      f"value is of type {type(obj)} and was passed to stage at position 0.\n")
     nd = d if d is not None else dtypes.canonicalize_dtype(obj.dtype)
     buf = np.array(obj, dtype=nd, copy=True) if obj.dtype != nd else np.array(obj, copy=True)
     return ArrayImpl(buf, ShapedArray(buf.shape, nd, False), _devices.default_device(), False)
@@ -125,8 +126,12 @@ def _array(obj, d):
               _check_int_range(l, d, numpy_message=True)
       else:
         d = dtypes.default_float_dtype()
-    buf = np.array(obj, dtype=d) if all(type(l) is not int for l in leaves) or not dtypes.is_int(d) \
-        else np.array(obj, dtype=object).astype(d) if leaves else np.array(obj, dtype=d)
+    try:
+      buf = np.array(obj, dtype=d) if all(type(l) is not int for l in leaves) or not dtypes.is_int(d) \
+          else np.array(obj, dtype=object).astype(d) if leaves else np.array(obj, dtype=d)
+    except TypeError:
+      np.array(obj, dtype=np.float64)   # ragged nesting: NumPy's ValueError, as JAX raises
+      raise
     return ArrayImpl(buf, ShapedArray(buf.shape, d, False), _devices.default_device(), False)
   if isinstance(obj, (bool, int, float, complex)):
     return _from_python_scalar(bool(obj) if isinstance(obj, bool) else

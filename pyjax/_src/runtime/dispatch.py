@@ -152,7 +152,11 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
     res = _maybe_async(prim, impl, out_aval, bufs, params, device, committed)
     if res is not None:
       return res
-  out = impl(*bufs, **params)
+  try:
+    out = impl(*bufs, **params)
+  except MemoryError as e:   # as XLA: RESOURCE_EXHAUSTED
+    from pyjax._src import errors
+    raise errors.out_of_memory(e) from None
   if _config.debug_special:   # jax_debug_nans / jax_debug_infs
     from pyjax._src import debug_nans
     debug_nans.check_primitive_outputs(name, out, prim.multiple_results)

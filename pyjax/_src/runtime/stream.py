@@ -100,6 +100,9 @@ class Task:
           break
       self.values = self.fn(*args)
     except BaseException as e:  # noqa: BLE001  -- stored, raised at the first wait
+      if isinstance(e, MemoryError):   # as XLA: RESOURCE_EXHAUSTED
+        from pyjax._src import errors
+        e = errors.out_of_memory(e)
       self.error = e
       self.tb = e.__traceback__
     finally:

@@ -85,7 +85,15 @@ def _debug_print(*bufs, **params):
 
 @register("debug_callback")
 def _debug_callback(*bufs, **params):
-  return run_debug_callback([_as_array(b) for b in bufs], **params)
+  """In compiled code (jit plans, control-flow bodies): an exception from the callback
+  surfaces as JAX's JaxRuntimeError (XLA's CPU callback runtime wraps it); an eager
+  ``jax.debug.callback`` (the primitive's impl) raises the callback's own exception."""
+  try:
+    return run_debug_callback([_as_array(b) for b in bufs], **params)
+  except Exception as e:  # noqa: BLE001
+    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    raise errors.JaxRuntimeError(
+        f"INTERNAL: CpuCallback error calling callback: {tb.rstrip()}") from e
 
 
 def _check_results(outs, result_avals):

@@ -115,15 +115,21 @@ class CpuExecutable:
     self._job = None
     self._calls = 0
     self._work = _program_work(closed)
-    self._effects = bool(closed.jaxpr.effects)
+    # effects, or a host callback that may raise: such programs run synchronously on
+    # every tier, so a callback's error surfaces at the call (as in JAX), never at a read
+    self._effects = bool(closed.jaxpr.effects) or _calls_host(closed.jaxpr)
     self._impl = numpy_fn
     cell = self
 
     def fn(*bufs):
       prof = _profiler.session
-      if prof is None:
-        return cell._impl(*bufs)
-      return _profiled_call(cell, prof, bufs)
+      try:
+        if prof is None:
+          return cell._impl(*bufs)
+        return _profiled_call(cell, prof, bufs)
+      except MemoryError as e:   # as XLA: RESOURCE_EXHAUSTED
+        from pyjax._src import errors
+        raise errors.out_of_memory(e) from None
     fn.__name__ = f"jit_{name}"
     self.fn = fn
 
@@ -420,6 +426,27 @@ def _build_native(closed, name, donate=()):
           f"{' (' + ', '.join(host) + ')' if host else ''}; lowering {t1 - t0:.3f} s, "
           f"build {t2 - t1:.3f} s [cache: {prog.stats.get('cache', '?')}]", file=sys.stderr)
   return prog
+
+
+_HOST_CALLBACKS = frozenset({"pure_callback", "io_callback", "debug_callback", "debug_print"})
+
+
+def _calls_host(jaxpr, _seen=None):
+  """Whether ``jaxpr`` (or a jaxpr in its equations' params) calls back into Python."""
+  seen = set() if _seen is None else _seen
+  if id(jaxpr) in seen:
+    return False
+  seen.add(id(jaxpr))
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in _HOST_CALLBACKS:
+      return True
+    for v in eqn.params.values():
+      for u in (v if isinstance(v, (list, tuple)) else (v,)):
+        inner = getattr(u, "jaxpr", None) if _is_closed(u) else (
+            u if type(u).__name__ == "Jaxpr" else None)
+        if inner is not None and _calls_host(inner, seen):
+          return True
+  return False
 
 
 def _program_work(closed):
