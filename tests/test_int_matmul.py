@@ -161,6 +161,14 @@ def test_kernel_misaligned_view():
   assert_same(gemm_c.eager_matmul(a, a, np.dtype(np.int32))[0], int_ref(a[0], a[0], np.int32))
 
 
+def test_kernel_call_releases_the_gil():
+  # the eager product runs on the stream's worker thread: the caller must keep running
+  # (the kernel libraries are PyDLLs, whose functions would hold the GIL)
+  import ctypes
+  fn = gemm_c._entry(np.dtype(np.int32), np.dtype(np.int32), np.dtype(np.int32))
+  assert not type(fn)._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+
+
 def test_kernel_unsupported_combinations():
   a = np.ones((1, 2, 2), np.float32)
   assert gemm_c.eager_matmul(a, a, F32) is None                 # BLAS's

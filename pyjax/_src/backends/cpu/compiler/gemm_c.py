@@ -443,10 +443,11 @@ def _entry(ta, tb, tc):
           sa, sf = runtime.scratch_addresses(tc_)
           lib.pyjax_set_runtime(runtime.parallel_for_address(tc_) or None, sa or None,
                                 sf or None)
-          f = lib.pj_xg_entry
-          f.argtypes = [ctypes.POINTER(_Args)]
-          f.restype = None
-          fn = f
+          # through a plain C function pointer: the call releases the GIL (the library is
+          # loaded as a PyDLL, whose functions keep it)
+          addr = ctypes.cast(lib.pj_xg_entry, ctypes.c_void_p).value
+          fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Args))(addr)
+          fn._pyjax_lib = lib   # keeps the library loaded
       except Exception:  # noqa: BLE001  -- no native kernel: the caller uses NumPy
         fn = _NONE
       _libs[key] = fn
