@@ -131,7 +131,18 @@ def _custom_vmap_jvp(interp, primals, tangents, *, call, rule, in_tree, out_tree
 
     def flat_fn(*leaves):
       ps, ts = tree_util.tree_unflatten(tree_ps_ts, leaves)
-      out = api_ad.jvp(to_jvp, tuple(ps), tuple(ts))
+      # differentiate with respect to the floating inputs only (integer/boolean inputs
+      # travel with placeholder tangents, ignored here)
+      flat_p, p_tree = tree_util.tree_flatten(ps)
+      flat_t = tree_util.tree_leaves(ts)
+      is_f = [not ad.has_float0_tangent(core.get_aval(p)) for p in flat_p]
+
+      def of_floats(*fps):
+        it = iter(fps)
+        full = [next(it) if f else p for p, f in zip(flat_p, is_f)]
+        return to_jvp(*tree_util.tree_unflatten(p_tree, full))
+      out = api_ad.jvp(of_floats, tuple(p for p, f in zip(flat_p, is_f) if f),
+                       tuple(t for t, f in zip(flat_t, is_f) if f))
       out_leaves, tree = tree_util.tree_flatten(out)
       box.append(tree)
       return out_leaves
@@ -147,17 +158,29 @@ def _custom_vmap_jvp(interp, primals, tangents, *, call, rule, in_tree, out_tree
     return (out_ps, out_ts), (b_ps, b_ts)
 
   jvp_of_rule.__name__ = "jvp_of_rule_rule"
-  jvp_call, mask, tcs = common.jvp_jaxpr(call, [True] * len(primals), True)
+  # Integer and boolean inputs have float0 tangents, which cannot be operands: they get
+  # placeholder operands (zeros of the primal's type) that the JVP call ignores.
+  p_avals = [core.get_aval(p) for p in primals]
+  float_in = [not ad.has_float0_tangent(a) for a in p_avals]
+  jvp_call, mask, tcs = common.jvp_jaxpr(call, float_in, True)
   if not all(mask):
     raise NotImplementedError("custom_vmap JVP with integer outputs")
   jvp_call, consts = ad.closure_convert_jaxpr(jvp_call)
   if consts or tcs:
     raise NotImplementedError("custom_vmap JVP of a call with constants")
+  j = jvp_call.jaxpr
+  n_in = len(primals)
+  t_vars = iter(j.invars[n_in:])
+  invars = list(j.invars[:n_in]) + [next(t_vars) if f else core.Var(a)
+                                    for f, a in zip(float_in, p_avals)]
+  jvp_call = core.ClosedJaxpr(core.Jaxpr([], invars, j.outvars, j.eqns, j.effects,
+                                         j.debug_info), [])
   params = dict(call=jvp_call, rule=jvp_of_rule,
                 in_tree=tree_util.treedef_tuple((in_tree, in_tree)),
                 out_tree=tree_util.treedef_tuple((out_tree, out_tree)))
   with core.set_interpreter(interp.rule_interp):
-    tangents = [ad.instantiate_zeros(t) for t in tangents]
+    tangents = [ad.instantiate_zeros(t) if f else ad.zeros_like_aval(a)
+                for t, f, a in zip(tangents, float_in, p_avals)]
     outs = custom_vmap_p.bind(*primals, *tangents, **params)
   n = len(outs) // 2
   if interp.tangent_interp is None:
