@@ -16,13 +16,15 @@ function is traced again with them as inputs (``state/jit.py``).
 
 Differs from JAX: there are no ``Ref``-typed jaxpr variables or ``get``/``swap`` equations:
 a jaxpr shows the discharged program (gathers / scatters / dynamic updates of values, the
-refs a jitted program touches as extra inputs and outputs).  Writing a ref from inside a
-transformation that does not own it (a ``grad`` or ``vmap`` of a function writing an outer
-ref, a ``lax`` control-flow body writing a ref created outside it) raises ``ValueError``.
+refs a jitted program touches as extra inputs and outputs).  ``lax`` loops and conditionals
+carry the outer refs their bodies use (``state/control_flow.py``).  Writing a value of a
+transformation into a ref it does not own (``grad`` or ``vmap`` of a function writing an
+outer ref with a traced value) raises ``ValueError``, as JAX does for ``grad``.
 """
 from __future__ import annotations
 
 import threading
+import weakref
 
 from pyjax._src import core
 from pyjax._src.avals import ShapedArray
@@ -174,6 +176,18 @@ def check_write(s, value):
       "values in and out explicitly.")
 
 
+_live = 0   # refs alive (control flow looks for refs in loop bodies only while some exist)
+
+
+def _dead():
+  global _live
+  _live -= 1
+
+
+def live_refs():
+  return _live
+
+
 class Ref:
   """A mutable array reference (``jax.new_ref(x)``): ``ref[idx]`` reads, ``ref[idx] = v``
   writes (``v`` must have exactly the indexed shape and the ref's dtype, as in JAX).  Usable
@@ -183,6 +197,9 @@ class Ref:
   _is_pyjax_ref = True
 
   def __init__(self, value, frame=None):
+    global _live
+    _live += 1
+    weakref.finalize(self, _dead)
     self._value = value
     self.aval = AbstractRef(core.get_aval(value))
     self._frame = frame

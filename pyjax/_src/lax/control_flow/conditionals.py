@@ -29,6 +29,7 @@ from pyjax._src.interpreters import batching
 from pyjax._src.lax import elementwise as ew
 from pyjax._src.lax import shapes
 from pyjax._src.lax.control_flow import common
+from pyjax._src.state import control_flow as _state_cf
 from pyjax._src.lax.elementwise import select  # noqa: F401  (re-exported: lax.select)
 
 __all__ = ["cond", "switch", "cond_p"]
@@ -95,6 +96,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
       pred = pred != 0
     else:
       raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
+  if _state_cf.live():   # outer refs used by a branch are operands and outputs
+    out = _state_cf.switch(lambda p, bs, *ops: cond(p, bs[1], bs[0], *ops), pred,
+                           [false_fun, true_fun], operands)
+    if out is not _state_cf.NO_REFS:
+      return out
   if config.jax_disable_jit and not isinstance(pred, core.Tracer):
     return true_fun(*operands) if bool(pred) else false_fun(*operands)
   leaves, in_tree = tree_util.tree_flatten(operands)
@@ -133,6 +139,10 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
     raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
+  if _state_cf.live():   # outer refs used by a branch are operands and outputs
+    out = _state_cf.switch(lambda i, bs, *ops: switch(i, bs, *ops), index, branches, operands)
+    if out is not _state_cf.NO_REFS:
+      return out
   index = _eager(lambda i: ew.convert_element_type(i, np.int32), index)
   lo = np.array(0, np.int32)
   hi = np.array(len(branches) - 1, np.int32)

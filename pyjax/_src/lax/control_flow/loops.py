@@ -42,6 +42,7 @@ from pyjax._src.interpreters import batching
 from pyjax._src.lax import elementwise as ew
 from pyjax._src.lax import shapes
 from pyjax._src.lax.control_flow import common
+from pyjax._src.state import control_flow as _state_cf
 
 __all__ = ["while_loop", "fori_loop", "scan", "map", "while_p", "scan_p"]
 
@@ -108,6 +109,10 @@ def while_loop(cond_fun, body_fun, init_val):
   with static bounds)."""
   if not (callable(body_fun) and callable(cond_fun)):
     raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+  if _state_cf.live():   # outer refs used by the functions are carried (state/control_flow)
+    out = _state_cf.while_loop(while_loop, cond_fun, body_fun, init_val)
+    if out is not _state_cf.NO_REFS:
+      return out
   if config.jax_disable_jit:
     try:
       val = tree_util.tree_map(common.as_array, init_val)
@@ -464,6 +469,10 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
   del _split_transpose
   if not callable(f):
     raise TypeError("lax.scan: f argument should be a callable.")
+  if _state_cf.live():   # outer refs used by ``f`` are carried (state/control_flow)
+    out = _state_cf.scan(scan, f, init, xs, length=length, reverse=reverse, unroll=unroll)
+    if out is not _state_cf.NO_REFS:
+      return out
   init_flat, init_tree = tree_util.tree_flatten(init)
   xs_flat, xs_tree = tree_util.tree_flatten(xs)
   init_avals = [core.get_aval(x) for x in init_flat]
