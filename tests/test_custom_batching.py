@@ -189,3 +189,19 @@ def test_jaxpr_matches_jax():
   a = pyjax.jvp(pyjax.vmap(f2), (x, x), (x, x))
   b = jax.jvp(jax.vmap(f1), (x, x), (x, x))
   np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_jvp_with_integer_argument():
+  @custom_batching.custom_vmap
+  def f(x, n):
+    return x * n
+
+  @f.def_vmap
+  def rule(size, in_batched, x, n):
+    return x * n + 1, any(in_batched)
+  p, t = pyjax.jvp(lambda x: f(x, jnp.int32(3)), (2.,), (1.,))
+  assert (float(p), float(t)) == (6., 3.)
+  p, t = pyjax.vmap(lambda x, n: pyjax.jvp(lambda x: f(x, n), (x,), (1.,)))(
+      jnp.arange(3.), jnp.array([1, 2, 3]))
+  np.testing.assert_allclose(p, np.arange(3.) * [1, 2, 3] + 1)
+  np.testing.assert_allclose(t, [1., 2., 3.])
