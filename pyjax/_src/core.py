@@ -183,7 +183,7 @@ def get_aval(x):
   if t in dtypes.python_scalar_types:
     return scalar_aval(x)
   if isinstance(x, (np.ndarray, np.generic)):
-    if not dtypes.is_array_dtype(x.dtype):   # object, datetime64, '>f4', ...
+    if not dtypes.is_array_dtype(x.dtype) and x.dtype != dtypes.float0:   # object, '>f4', ...
       raise TypeError(f"Dtype {x.dtype} is not a valid JAX array type. Only arrays of "
                       "numeric types are supported by JAX.")
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
