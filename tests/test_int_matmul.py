@@ -274,7 +274,8 @@ def test_native_tier_in_loop():
 
 # --- halves: the kernel's summation order --------------------------------------------------
 @pytest.mark.parametrize("dt", [F16, BF16], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (37, 301, 61), (5, 1100, 3)],
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (7, 13, 5), (37, 301, 61), (5, 1100, 3),
+                                 (4, 777, 70)],
                          ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("pref", [None, F32], ids=["same", "f32"])
 def test_halves_sequential_float32_sums(dt, mkn, pref):
@@ -283,6 +284,22 @@ def test_halves_sequential_float32_sums(dt, mkn, pref):
   a, b = rand(rng, (m, k), dt), rand(rng, (k, n), dt)
   got = dot2(jnp.asarray(a), jnp.asarray(b), pref)
   assert_same(got, seq_ref(a, b, pref or dt, pairs=dt == BF16))
+
+
+@pytest.mark.parametrize("dt", [F16, BF16], ids=["float16", "bfloat16"])
+def test_halves_long_vector_dot(dt):
+  # 2M-long contraction: summed in order through ~8000 slices (bounded scratch memory)
+  k = 2_000_003
+  rng = np.random.default_rng(12)
+  a, b = rand(rng, k, dt), rand(rng, k, dt)
+  got = lax.dot_general(jnp.asarray(a), jnp.asarray(b), (((0,), (0,)), ((), ())),
+                        preferred_element_type=jnp.float32)
+  prod = a.astype(np.float32) * b.astype(np.float32)       # exact
+  if dt == BF16:
+    order = np.arange(k) ^ 1
+    order[-1] = k - 1
+    prod = prod[order]
+  assert_same(got, np.cumsum(prod, dtype=np.float32)[-1])  # sequential float32 sums
 
 
 def test_halves_specials():

@@ -116,15 +116,15 @@ _BASE = r"""
 typedef struct { int64_t nb, m, n, k, sab, sam, sak, sbb, sbk, sbn; const void *a, *b;
                  void *c; } pj_xg_t;
 typedef struct { int64_t kc, mc, nc, mt, nt, ng, gs; } pj_xg_blocks_t;
-/* block sizes: kc the contraction slice (the whole of k when ``whole``), mc x kc of A and
-   kc x nc of B within byte budgets.  A work item is (batch element, block column, group
+/* block sizes: kc the contraction slice, mc x kc of A and kc x nc of B within byte
+   budgets.  A work item is (batch element, block column, group
    of gs block rows): it packs each slice of its B block once and reuses it for every
    block row of its group; blocks and groups are cut small enough for a few work items
    per thread */
 static inline pj_xg_blocks_t pj_xg_blocks(const pj_xg_t *G, int64_t mr, int64_t nr,
-                                          int64_t esize, int whole) {
+                                          int64_t esize) {
   pj_xg_blocks_t Z;
-  Z.kc = whole ? G->k : (G->k < %(KC)d ? G->k : %(KC)d);
+  Z.kc = G->k < %(KC)d ? G->k : %(KC)d;
   if (Z.kc < 1) Z.kc = 1;
   int64_t mc = %(ABYTES)d / (Z.kc * esize) / mr * mr, nc = %(BBYTES)d / (Z.kc * esize) / nr * nr;
   if (mc < mr) mc = mr;
@@ -155,12 +155,18 @@ def _acc_source(acc):
            f"typedef {t} {v} __attribute__((vector_size(PJ_XG_VB)));",
            f"#define PJ_XG_VL_{acc} (PJ_XG_VB / {size})",
            f"#define PJ_XG_NR_{acc} ({NV} * PJ_XG_VL_{acc})",
-           f"/* t[MR][NR] = sum_p a[p][0..MR) (x) b[p][0..NR): a {MR}x{NV}-vector register tile */",
+           f"/* t[MR][NR] = (init ? t : 0) + sum_p a[p][0..MR) (x) b[p][0..NR): a {MR}x{NV}-vector "
+           "register tile */",
            f"static inline void pj_xg_ukr_{acc}(int64_t kc, const {t} *restrict a, "
-           f"const {t} *restrict b, {t} *restrict t) {{",
+           f"const {t} *restrict b, {t} *restrict t, int init) {{",
            f"  enum {{ VL = PJ_XG_VL_{acc}, NR = PJ_XG_NR_{acc} }};"]
   names = [f"c{i}_{j}" for i in range(MR) for j in range(NV)]
   lines.append(f"  {v} " + ", ".join(f"{n} = {{0}}" for n in names) + ";")
+  lines.append("  if (init) {   /* continue the sums held in t (float32: the same order) */")
+  for i in range(MR):
+    for j in range(NV):
+      lines.append(f"    memcpy(&c{i}_{j}, t + {i} * NR + {j} * VL, sizeof c{i}_{j});")
+  lines.append("  }")
   lines.append("  for (int64_t p = 0; p < kc; p++) {")
   lines.append(f"    {v} " + ", ".join(f"b{j}" for j in range(NV)) + ";")
   for j in range(NV):
@@ -280,54 +286,89 @@ def driver_source(ta, tb, tc):
   t = _ACC_CTYPE[acc]
   sa, sb, sc = L.storage_type(ta), L.storage_type(tb), L.storage_type(tc)
   ka, kb, ks = f"{_tag(ta)}_{acc}", f"{_tag(tb)}_{acc}", f"{acc}_{_tag(tc)}"
-  whole = 1 if acc == "f32" else 0
   parts = [_BASE, _acc_source(acc), _pack_source(ta, acc)]
   if np.dtype(tb) != np.dtype(ta):
     parts.append(_pack_source(tb, acc))
   parts.append(_store_source(acc, tc))
+  head = f"""  {t} *pa = ({t} *)pj_scratch(sizeof({t}) * (size_t)(Z.mc * Z.kc) + 64);
+  {t} *pb = ({t} *)pj_scratch(sizeof({t}) * (size_t)(Z.nc * Z.kc) + 64);
+  const {sa} *A = (const {sa} *)G->a;
+  const {sb} *B = (const {sb} *)G->b;
+  {sc} *C = ({sc} *)G->c;
+"""
+  loop = f"""  for (int64_t u = lo; u < hi; u++) {{
+    const int64_t bi = u / (Z.nt * Z.ng), r = u % (Z.nt * Z.ng);
+    const int64_t j0 = (r / Z.ng) * Z.nc, g0 = (r % Z.ng) * Z.gs * Z.mc;
+    const int64_t g1 = g0 + Z.gs * Z.mc < G->m ? g0 + Z.gs * Z.mc : G->m;
+    const int64_t nc = G->n - j0 < Z.nc ? G->n - j0 : Z.nc;
+"""
+  pack_b = (f"pj_xg_packb_{kb}(pb, B + (bi * G->sbb + p0 * G->sbk + j0 * G->sbn), G->sbk, "
+            f"G->sbn, kc, nc, NR);")
+  pack_a = (f"pj_xg_packa_{ka}(pa, A + (bi * G->sab + i0 * G->sam + p0 * G->sak), G->sam, "
+            f"G->sak, mc, kc);")
+  store = (f"pj_xg_store_{ks}(Cb + ir * G->n + jr, G->n, mc - ir < {MR} ? mc - ir : {MR}, "
+           f"nc - jr < NR ? nc - jr : NR, NR, {{tile}}, {{first}});")
+  if acc != "f32":
+    # integers (exact in any order): each contraction slice of the B block is packed once
+    # and used by every block row of the group; slices after the first add into C
+    body = head + f"""  {t} *T = ({t} *)pj_scratch(sizeof({t}) * {MR} * NR);
+  if (!pa || !pb || !T) abort();
+""" + loop + f"""    for (int64_t p0 = 0; p0 < G->k; p0 += Z.kc) {{
+      const int64_t kc = G->k - p0 < Z.kc ? G->k - p0 : Z.kc;
+      {pack_b}
+      for (int64_t i0 = g0; i0 < g1; i0 += Z.mc) {{
+        const int64_t mc = g1 - i0 < Z.mc ? g1 - i0 : Z.mc;
+        {sc} *Cb = C + (bi * G->m + i0) * G->n + j0;
+        {pack_a}
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += {MR}) {{
+            pj_xg_ukr_{acc}(kc, pa + ir * kc, pb + jr * kc, T, 0);
+            {store.format(tile="T", first="p0 == 0")}
+          }}
+      }}
+    }}
+  }}
+  pj_unscratch(T);
+"""
+  else:
+    # float32 sums: every output element is summed over the whole contraction in order
+    # (the micro-kernel resumes from the partial sums W holds between slices), then
+    # rounded once; B slices are packed per block row
+    body = head + f"""  {t} *W = ({t} *)pj_scratch(sizeof({t}) * (size_t)(Z.mc * Z.nc) + 64);
+  if (!pa || !pb || !W) abort();
+""" + loop + f"""    for (int64_t i0 = g0; i0 < g1; i0 += Z.mc) {{
+      const int64_t mc = g1 - i0 < Z.mc ? g1 - i0 : Z.mc;
+      const int64_t ntj = (nc + NR - 1) / NR;
+      {sc} *Cb = C + (bi * G->m + i0) * G->n + j0;
+      for (int64_t p0 = 0; p0 < G->k; p0 += Z.kc) {{
+        const int64_t kc = G->k - p0 < Z.kc ? G->k - p0 : Z.kc;
+        const int last = p0 + kc >= G->k;
+        {pack_b}
+        {pack_a}
+        for (int64_t jr = 0; jr < nc; jr += NR)
+          for (int64_t ir = 0; ir < mc; ir += {MR}) {{
+            {t} *Wt = W + ((ir / {MR}) * ntj + jr / NR) * ({MR} * NR);
+            pj_xg_ukr_{acc}(kc, pa + ir * kc, pb + jr * kc, Wt, p0 > 0);
+            if (last) {store.format(tile="Wt", first="1")}
+          }}
+      }}
+    }}
+  }}
+  pj_unscratch(W);
+"""
   parts.append(f"""#ifndef PJ_XG_DRV_{name}
 #define PJ_XG_DRV_{name} 1
 static void {name}_range(void *ctx, int64_t lo, int64_t hi) {{
   const pj_xg_t *G = (const pj_xg_t *)ctx;
   enum {{ NR = PJ_XG_NR_{acc} }};
-  const pj_xg_blocks_t Z = pj_xg_blocks(G, {MR}, NR, {_ACC_SIZE[acc]}, {whole});
-  {t} *pa = ({t} *)pj_scratch(sizeof({t}) * (size_t)(Z.mc * Z.kc) + 64);
-  {t} *pb = ({t} *)pj_scratch(sizeof({t}) * (size_t)(Z.nc * Z.kc) + 64);
-  {t} T[{MR} * NR] __attribute__((aligned(64)));
-  if (!pa || !pb) {{ pj_unscratch(pb); pj_unscratch(pa); return; }}
-  const {sa} *A = (const {sa} *)G->a;
-  const {sb} *B = (const {sb} *)G->b;
-  {sc} *C = ({sc} *)G->c;
-  for (int64_t u = lo; u < hi; u++) {{
-    const int64_t bi = u / (Z.nt * Z.ng), r = u % (Z.nt * Z.ng);
-    const int64_t j0 = (r / Z.ng) * Z.nc, g0 = (r % Z.ng) * Z.gs * Z.mc;
-    const int64_t g1 = g0 + Z.gs * Z.mc < G->m ? g0 + Z.gs * Z.mc : G->m;
-    const int64_t nc = G->n - j0 < Z.nc ? G->n - j0 : Z.nc;
-    for (int64_t p0 = 0; p0 < G->k; p0 += Z.kc) {{
-      const int64_t kc = G->k - p0 < Z.kc ? G->k - p0 : Z.kc;
-      pj_xg_packb_{kb}(pb, B + (bi * G->sbb + p0 * G->sbk + j0 * G->sbn), G->sbk, G->sbn,
-                       kc, nc, NR);
-      for (int64_t i0 = g0; i0 < g1; i0 += Z.mc) {{
-        const int64_t mc = g1 - i0 < Z.mc ? g1 - i0 : Z.mc;
-        {sc} *Cb = C + (bi * G->m + i0) * G->n + j0;
-        pj_xg_packa_{ka}(pa, A + (bi * G->sab + i0 * G->sam + p0 * G->sak), G->sam, G->sak,
-                         mc, kc);
-        for (int64_t jr = 0; jr < nc; jr += NR)
-          for (int64_t ir = 0; ir < mc; ir += {MR}) {{
-            pj_xg_ukr_{acc}(kc, pa + ir * kc, pb + jr * kc, T);
-            pj_xg_store_{ks}(Cb + ir * G->n + jr, G->n, mc - ir < {MR} ? mc - ir : {MR},
-                             nc - jr < NR ? nc - jr : NR, NR, T, p0 == 0);
-          }}
-      }}
-    }}
-  }}
-  pj_unscratch(pb);
+  const pj_xg_blocks_t Z = pj_xg_blocks(G, {MR}, NR, {_ACC_SIZE[acc]});
+{body}  pj_unscratch(pb);
   pj_unscratch(pa);
 }}
 static void {name}(const pj_xg_t *G) {{
   if (G->nb <= 0 || G->m <= 0 || G->n <= 0) return;
   if (G->k <= 0) {{ memset(G->c, 0, sizeof({sc}) * (size_t)(G->nb * G->m * G->n)); return; }}
-  const pj_xg_blocks_t Z = pj_xg_blocks(G, {MR}, PJ_XG_NR_{acc}, {_ACC_SIZE[acc]}, {whole});
+  const pj_xg_blocks_t Z = pj_xg_blocks(G, {MR}, PJ_XG_NR_{acc}, {_ACC_SIZE[acc]});
   const int64_t units = G->nb * Z.nt * Z.ng;
   if (pj_parallel_for && units > 1 && G->m * G->n * G->k >= (1 << 15))
     pj_parallel_for({name}_range, (void *)G, units, 1);
