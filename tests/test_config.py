@@ -161,10 +161,29 @@ def test_dtype_promotion_context():
 
 
 def test_unhonoured_context_manager_raises():
-  with pytest.raises(NotImplementedError, match="jax_enable_checks"):
-    with pyjax.enable_checks(True):
+  with pytest.raises(NotImplementedError, match="jax_check_static_indices"):
+    pyjax.config.update("jax_check_static_indices", True)
+  assert pyjax.config.jax_check_static_indices is False
+  with pytest.raises(NotImplementedError, match="jax_enable_custom_prng"):
+    with pyjax.enable_custom_prng(True):
       pass
-  assert pyjax.config.jax_enable_checks is False
+  assert pyjax.config.jax_enable_custom_prng is False
+
+
+def test_enable_checks_type_checks_traced_jaxprs(monkeypatch):
+  from pyjax._src import extend_core
+  seen = []
+  real = extend_core.check_jaxpr
+  monkeypatch.setattr(extend_core, "check_jaxpr", lambda j: (seen.append(j), real(j))[1])
+  f = lambda x: jnp.sin(x) * 2  # noqa: E731
+  with pyjax.enable_checks(True):
+    assert float(pyjax.jit(f)(1.0)) == pytest.approx(2 * np.sin(1.0))
+    g = pyjax.jit(lambda x: jnp.cos(x) * 3)
+    assert float(pyjax.grad(g)(1.0)) == pytest.approx(-3 * np.sin(1.0))
+  assert len(seen) >= 2
+  n = len(seen)
+  pyjax.jit(lambda x: x + 1)(1.0)
+  assert len(seen) == n
 
 
 def test_explicit_x64_dtypes_error(restore_config):

@@ -199,7 +199,7 @@ OPTIONS = {
     "jax_dump_ir_modes": ("stablehlo", _str, FREE, "IR kinds to dump."),
     "jax_dump_ir_to": ("", _str, DEFAULT, "Dump IR to this directory."),
     "jax_embedded_constants_max_bytes": (32, _int, FREE, "Largest constant embedded in HLO."),
-    "jax_enable_checks": (False, _bool, DEFAULT, "Internal consistency checks."),
+    "jax_enable_checks": (False, _bool, _I, "Type-check every traced jaxpr."),
     "jax_enable_compilation_cache": (True, _bool, DEFAULT, "Persistent compilation cache."),
     "jax_enable_custom_prng": (False, _bool, DEFAULT, "Custom PRNG upgrade."),
     "jax_enable_pgle": (False, _bool, FREE, "Profile-guided latency estimation."),

@@ -79,6 +79,9 @@ def trace_flat(flat_fun, avals, debug=None):
     if not new:
       break
     closed_refs.extend(new)
+  if config.jax_enable_checks:   # type-check the traced program (JaxprTypeError)
+    from pyjax._src import extend_core
+    extend_core.check_jaxpr(closed)
   info = None
   sinks = result.get("key_sinks", ())
   if arg_pos or closed_refs or sinks:
