@@ -15,7 +15,7 @@ def _jax():
 
 @pytest.fixture
 def restore_config():
-  saved = dict(pyjax.config.values())
+  saved = dict(pyjax.config.values)
   yield
   for k, v in saved.items():
     if pyjax.config.read(k) != v:
@@ -26,7 +26,7 @@ def restore_config():
 def test_every_jax_option_exists_with_jax_default():
   jax = _jax()
   holders = jax.config._value_holders
-  missing = sorted(set(holders) - set(pyjax.config.values()))
+  missing = sorted(set(holders) - set(pyjax.config.values))
   assert missing == []
   # set by the test setup (conftest / environment) for one library or the other
   env = {"jax_platforms", "jax_num_cpu_devices", "jax_compilation_cache_dir",
@@ -403,3 +403,14 @@ def test_no_tracing_execution_legacy_keys_seed_offset_match_jax():
   # JAX also traces the conversion of the new argument first; the error is the same kind
   assert p.pop("retrace")[0] == j.pop("retrace")[0] == "RuntimeError"
   assert p == j
+
+
+def test_values_property_and_command_line_flags(monkeypatch, restore_config):
+  jax = _jax()
+  assert set(pyjax.config.values) >= set(jax.config.values)
+  assert pyjax.config.x64_enabled is False
+  monkeypatch.setattr("sys.argv", ["prog", "--jax_numpy_rank_promotion=warn", "--other=1",
+                                   "--jax_debug_infs", "--jax_compilation_cache_max_size=-1"])
+  pyjax.config.parse_flags_with_absl()
+  assert pyjax.config.jax_numpy_rank_promotion == "warn"
+  assert pyjax.config.jax_debug_infs is True

@@ -73,8 +73,45 @@ class Config:
     f = self._flags
     return tuple(f[n].value for n in self._trace_state_names)
 
+  @property
   def values(self):
+    """Every option's current value, by name (a dict, as JAX's ``config.values``)."""
     return {n: f.value for n, f in self._flags.items()}
+
+  @property
+  def x64_enabled(self):
+    return bool(self._flags["jax_enable_x64"].value)
+
+  def parse_flags_with_absl(self):
+    """Apply ``--jax_<option>=<value>`` command-line arguments (``sys.argv``) to the
+    options, as JAX does through absl (pyjax parses them itself: booleans accept
+    true/false/1/0, other values are converted to the option's default's type)."""
+    import sys
+    for arg in sys.argv[1:]:
+      if not arg.startswith("--"):
+        continue
+      name, eq, raw = arg[2:].partition("=")
+      flag = self._flags.get(name)
+      if flag is None:
+        if name.startswith("nojax_") and name[2:] in self._flags and not eq:
+          self.update(name[2:], False)
+        continue
+      if not eq:
+        if isinstance(flag.default, bool):
+          self.update(name, True)
+        continue
+      d = flag.default
+      if isinstance(d, bool):
+        v = raw.strip().lower() in ("1", "true", "t", "yes", "y", "on")
+      elif isinstance(d, int) and not isinstance(d, bool) and not hasattr(d, "name"):
+        v = int(raw)
+      elif isinstance(d, float):
+        v = float(raw)
+      else:
+        v = raw
+      self.update(name, v)
+
+  config_with_absl = parse_flags_with_absl
 
 
 config = Config()
