@@ -37,8 +37,13 @@ class Config:
     object.__setattr__(self, "_trace_state_names", [])
 
   def define(self, name, default, help="", on_update=None, in_trace_state=False,
-             parser=None, policy=None):
+             parser=None, policy=None, in_context=False):
+    """``in_trace_state``: the flag is part of jit's cache key on its own; ``in_context``:
+    a rarely changed debugging flag, part of the key through one combined value
+    (``pyjax_trace_context``), so the jit hit path reads one value for all of them."""
     self._flags[name] = _Flag(name, default, help, on_update, in_trace_state, parser, policy)
+    if in_context:
+      _context_names.append(name)
     if in_trace_state:
       self._trace_state_names.append(name)
     if on_update is not None:
@@ -55,6 +60,8 @@ class Config:
     flag.value = value
     if flag.on_update is not None:
       flag.on_update(value)
+    if name in _context_names:
+      _refresh_context()
 
   def read(self, name):
     return self._flags[name].value
@@ -114,6 +121,15 @@ class Config:
   config_with_absl = parse_flags_with_absl
 
 
+_context_names = []   # the debugging flags combined into ``pyjax_trace_context``
+
+
+def _refresh_context():
+  f = config._flags.get("pyjax_trace_context")
+  if f is not None:
+    f.value = tuple(config._flags[n].value for n in _context_names)
+
+
 config = Config()
 
 # x64 is read on the eager hot path, so it is mirrored into a module global.
@@ -166,10 +182,10 @@ def _set_debug_special(_):
 
 config.define("jax_debug_nans", _env_bool("JAX_DEBUG_NANS"),
               "Raise FloatingPointError when an operation produces a NaN.",
-              on_update=_set_debug_special, in_trace_state=True)
+              on_update=_set_debug_special, in_context=True)
 config.define("jax_debug_infs", _env_bool("JAX_DEBUG_INFS"),
               "Raise FloatingPointError when an operation produces an infinity.",
-              on_update=_set_debug_special, in_trace_state=True)
+              on_update=_set_debug_special, in_context=True)
 config.define("jax_threefry_partitionable", True, "Threefry bit generation scheme.",
               in_trace_state=True)
 config.define("jax_default_prng_impl", "threefry2x32", "Default PRNG implementation.",
@@ -272,7 +288,7 @@ config.define("jax_check_tracer_leaks", _env_bool("JAX_CHECK_TRACER_LEAKS"),
               "Raise when a tracer outlives its transformation (tracer_leaks.py).")
 config._flags["jax_check_tracer_leaks"].on_update = _set_check_leaks   # (not at define)
 config.define("jax_debug_key_reuse", _env_bool("JAX_DEBUG_KEY_REUSE"),
-              "Raise KeyReuseError when a typed PRNG key is consumed twice.", in_trace_state=True)
+              "Raise KeyReuseError when a typed PRNG key is consumed twice.", in_context=True)
 # read where host data enters eager primitives and jit: mirrored into module globals
 h2d_guarded = False   # host-to-device transfers are logged or disallowed
 d2d_guarded = False
@@ -292,19 +308,24 @@ def _set_transfer_guards(_):
 for _n in ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
            "jax_transfer_guard_device_to_host", "jax_transfer_guard_device_to_device"):
   config.define(_n, os.environ.get(_n.upper()) or None, "Transfer guard level.",
-                on_update=_set_transfer_guards, in_trace_state=True)
+                on_update=_set_transfer_guards, in_context=True)
 config.define("jax_explicit_x64_dtypes", _names.ExplicitX64Mode.WARN,
               "WARN or ERROR for explicitly requested 64-bit dtypes while x64 is disabled.",
-              in_trace_state=True)
+              in_context=True)
 # read where keys are created (random/keys.py); part of jit's cache key, as in JAX
 config.define("jax_random_seed_offset", int(os.environ.get("JAX_RANDOM_SEED_OFFSET", "0")),
-              "Offset added to every PRNG seed (jax.random.key / PRNGKey).", in_trace_state=True)
+              "Offset added to every PRNG seed (jax.random.key / PRNGKey).", in_context=True)
 config.define("jax_no_tracing", _env_bool("JAX_NO_TRACING"),
               "Raise RuntimeError when a jit-compiled function would be traced.")
 config.define("jax_no_execution", _env_bool("JAX_NO_EXECUTION"),
               "Raise RuntimeError when a computation would be executed.",
-              on_update=_set_debug_special, in_trace_state=True)
+              on_update=_set_debug_special, in_context=True)
 _names.define_all(config)
+config.define("pyjax_trace_context", (),
+              "pyjax's own: the values of the debugging flags that change what a traced "
+              "program does (debug_nans/infs, transfer guards, key reuse, ...), one entry of "
+              "jit's cache key.", in_trace_state=True)
+_refresh_context()
 # pyjax's own compatibility options (not in JAX 0.10): only their defaults are honoured
 config._flags["jax_dynamic_shapes"].policy = _names.DEFAULT
 config._flags["jax_array"].policy = _names.DEFAULT
