@@ -299,3 +299,17 @@ def test_ref_in_cond_and_body_of_while():
                            lambda c: (r.__setitem__(..., r[...] * 3), c + 1)[1], 0)
   assert int(n) == 5
   np.testing.assert_array_equal(r[...], [243.0] * 3)
+
+
+def test_jit_stages_with_refs():
+  q = pyjax.new_ref(jnp.zeros(3))
+
+  def g(q, x):
+    q[...] += x
+    return q[...].sum()
+  f = pyjax.jit(g)
+  assert f.eval_shape(q, jnp.ones(3)) == pyjax.ShapeDtypeStruct((), jnp.float32)
+  assert f.trace(q, jnp.ones(3)).out_info.shape == ()
+  np.testing.assert_array_equal(q[...], [0.0, 0.0, 0.0])   # tracing does not write
+  assert float(f(q, jnp.ones(3))) == 3.0
+  np.testing.assert_array_equal(q[...], [1.0, 1.0, 1.0])

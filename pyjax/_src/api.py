@@ -317,6 +317,8 @@ class _TraceEntry:
     self.closed = closed
     self.out_tree = out_tree
     self.out_avals = tuple(closed.out_avals)
+    if refs is not None:   # (the written refs' values are extra outputs: not the function's)
+      self.out_avals = self.out_avals[:refs.n_out]
     self.donated = donated
     self.debug = debug
     self.name = name
