@@ -260,7 +260,7 @@ def multiply(x, y, /, *, out=None, where=None):
     _ufunc_kwargs("multiply", out, where)
   x0, y0 = x, y
   x, y = promote_args("multiply", x, y)
-  if x.dtype != y.dtype or _is_bool(x0) != _is_bool(y0):
+  if (x is not x0 or y is not y0) and (_boolish(x0) or _boolish(y0)):
     out = _pred_product(x0, y0, x, y)
     if out is not None:
       return out
@@ -274,6 +274,10 @@ def multiply(x, y, /, *, out=None, where=None):
 
 _PRED_PRODUCT_DTYPES = frozenset(np.dtype(d) for d in (np.float16, np.float32, np.float64,
                                                        np.complex64, np.complex128))
+
+
+def _boolish(v):
+  return type(v) is bool or getattr(v, "dtype", None) == np.bool_
 
 
 def _pred_product(x0, y0, x, y):
