@@ -414,3 +414,13 @@ def test_values_property_and_command_line_flags(monkeypatch, restore_config):
   pyjax.config.parse_flags_with_absl()
   assert pyjax.config.jax_numpy_rank_promotion == "warn"
   assert pyjax.config.jax_debug_infs is True
+
+
+def test_explain_cache_miss_names_the_debug_flag(caplog):
+  f = pyjax.jit(lambda x: x + 1)
+  f(1.0)
+  with caplog.at_level(logging.WARNING):
+    with pyjax.explain_cache_misses(True), pyjax.debug_key_reuse(True):
+      f(1.0)
+  assert "* jax_debug_key_reuse differs: now True and before False" in caplog.text
+  assert "pyjax_trace_context" not in caplog.text

@@ -453,8 +453,15 @@ def _key_diff(new, old, debug):
   opts, in_tree, avals, ts, axes = new
   o_opts, o_tree, o_avals, o_ts, o_axes = old
   if ts != o_ts or axes != o_axes:
-    diffs = [f"  * {n} differs: now {a} and before {b}"
-             for n, a, b in zip(_trace_state_names, ts, o_ts) if a != b]
+    diffs = []
+    for n, a, b in zip(_trace_state_names, ts, o_ts):
+      if a == b:
+        continue
+      if n == "pyjax_trace_context":   # the debugging flags' combined value: name each
+        diffs += [f"  * {cn} differs: now {ca} and before {cb}"
+                  for cn, ca, cb in zip(_config._context_names, a, b) if ca != cb]
+      else:
+        diffs.append(f"  * {n} differs: now {a} and before {b}")
     if axes != o_axes:
       diffs.append(f"  * the named axes of enclosing vmaps differ: now {dict(axes)} and "
                    f"before {dict(o_axes)}")
