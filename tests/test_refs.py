@@ -205,7 +205,8 @@ def _grad_through_loop(m):
 
 CASES = {f.__name__[1:]: f for f in [
     _fori_outer, _scan_outer, _cond_switch_outer, _loop_reads_current_value,
-    _grad_through_loop, _vmap_unbatched_ref, _same_ref_twice, _eager_basic, _ref_module, _jit_arg, _jit_closed_read_not_stale, _jit_counter,
+    _grad_through_loop, _vmap_unbatched_ref, _same_ref_twice, _eager_basic, _ref_module,
+    _jit_arg, _jit_closed_read_not_stale, _jit_counter,
     _nested_jit, _grad_local, _vmap_local, _grad_through_jit, _loop_local, _shape_error,
     _dtype_error, _dtype_error2, _oob, _return_ref]}
 
