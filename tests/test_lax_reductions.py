@@ -7,6 +7,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import pyjax
+import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
@@ -808,3 +810,23 @@ def test_jaxpr_text_matches_jax(jax, case):
   ours = str(core.trace_to_jaxpr(lambda x: list(f(lax, x)), [ShapedArray((3, 4), f32)]))
   ref = str(jax.make_jaxpr(lambda x: f(jax.lax, x))(np.ones((3, 4), f32)))
   assert ours == ref
+
+
+@pytest.mark.parametrize("compile_mode", ["off", "sync"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
+def test_sum_over_size_one_axes_keeps_negative_zero(compile_mode, dtype):
+  """XLA drops a reduction whose reduced axes all have size 1, so a -0 stays -0 (a fold
+  from +0 gives +0 when any axis is longer); eager and both jit tiers alike. Found by the
+  differential fuzzer."""
+  from pyjax._src.backends.cpu import executable
+  dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+  x = np.full((1, 2, 1), -0.0, dt)
+
+  def f(x):
+    return (jnp.sum(x, axis=(0, 2)), jnp.mean(x, axis=0), jnp.sum(x, axis=1),
+            jnp.sum(x[0, 0]))
+  with executable.compile_mode_override(compile_mode):
+    outs = [f(x), pyjax.jit(f)(x)]
+  for out in outs:
+    signs = [bool(np.signbit(np.asarray(o, np.float32)).all()) for o in out]
+    assert signs == [True, True, False, True]

@@ -316,6 +316,12 @@ def _rewrite(rw, node, impls):
              "reduce_or", "reduce_xor"):
     if not prm.get("axes") and rw.alias(out, ins[0]):
       return True
+    if type(ins[0]) is Value and all(ins[0].shape[a] == 1 for a in prm["axes"]):
+      # XLA drops a reduction over size-1 axes: the element itself (a -0 stays -0,
+      # where a fold from the identity would give +0); the eager rules do the same
+      node.prim = "reshape"
+      node.params = {"new_sizes": tuple(out.shape), "dimensions": None, "sharding": None}
+      rw.changed = True
   elif p == "select_n":
     if len(ins) == 2 and type(ins[0]) is Lit:
       pick = ins[1 + int(bool(ins[0].value))] if ins[0].dtype == np.bool_ else None
