@@ -424,3 +424,22 @@ def test_explain_cache_miss_names_the_debug_flag(caplog):
       f(1.0)
   assert "* jax_debug_key_reuse differs: now True and before False" in caplog.text
   assert "pyjax_trace_context" not in caplog.text
+
+
+@pytest.mark.parametrize("case", ["grad_jit", "jvp_jit", "vmap_jit", "jit_jit", "scan"])
+def test_debug_nans_through_transformations_match_jax(case, capsys):
+  jax = _jax()
+  msgs = []
+  for m in (pyjax, jax):
+    n = m.numpy
+    fns = {
+        "grad_jit": lambda: m.grad(m.jit(lambda x: n.log(x)))(-1.0),
+        "jvp_jit": lambda: m.jvp(m.jit(lambda x: n.log(x)), (-1.0,), (1.0,)),
+        "vmap_jit": lambda: m.vmap(m.jit(lambda x: n.log(x)))(n.array([1.0, -1.0])),
+        "jit_jit": lambda: m.jit(lambda x: m.jit(n.log)(x) + 1)(-1.0),
+        "scan": lambda: m.lax.scan(lambda c, x: (c + n.log(x), None), 0.0,
+                                   n.array([1.0, -1.0])),
+    }
+    with m.debug_nans(True):
+      msgs.append(_fpe(fns[case]))
+  assert msgs[0] == msgs[1]

@@ -994,7 +994,12 @@ def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
     exe = cache[exe_dev] = compile_for_device(jaxpr, exe_dev, name)
   bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
   outs = _execute(exe, bufs)
-  return [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
+  arrays = [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
+  if _config.debug_special:   # jax_debug_nans/infs: re-run the jaxpr op by op on NaN/inf
+    from pyjax._src import debug_nans
+    debug_nans.check_jit_outputs(
+        name, arrays, lambda *a: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *a), args, {})
+  return arrays
 
 
 _impl_cache = weakref.WeakKeyDictionary()
