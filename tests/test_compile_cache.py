@@ -81,6 +81,62 @@ _BAD_META = {
 }
 
 
+class _Hang(Exception):
+  pass
+
+
+def _alarm(seconds):
+  """Turn a hang (a blocking open of a FIFO) into a test failure."""
+  import signal
+
+  def handler(signum, frame):
+    raise _Hang(f"blocked for {seconds} s")
+  prev = signal.signal(signal.SIGALRM, handler)
+  signal.alarm(seconds)
+  return lambda: (signal.alarm(0), signal.signal(signal.SIGALRM, prev))
+
+
+def test_bad_entries_in_process(tmp_path, monkeypatch):
+  """Every kind of bad entry is a miss, gives a working library and is repaired."""
+  monkeypatch.setenv("PYJAX_CACHE_DIR", str(tmp_path))
+  sub = tmp_path / f"cpu-{cache.FORMAT}"
+  tc = build.toolchain()
+  src = _tiny_source(7)
+  key = cache.cache_key(src, tc)
+  so, meta = sub / f"{key}.so", sub / f"{key}.json"
+  st = {}
+  assert cache.get_library(src, tc, st).pyjax_tiny_7(1) == 8 and st["cache"] == "miss"
+  good_so = so.read_bytes()
+  corruptions = {
+      **{f"meta_{k}": (lambda t=t: meta.write_text(t if t is not None else
+                                                     json.dumps({"key": key})))
+         for k, t in _BAD_META.items()},
+      "truncated_so": lambda: so.write_bytes(good_so[:len(good_so) // 2]),
+      "empty_so": lambda: so.write_bytes(b""),
+      "dir_so": lambda: (so.unlink(), so.mkdir()),
+      "fifo_so": lambda: (so.unlink(), os.mkfifo(so)),
+      "fifo_meta": lambda: (meta.unlink(), os.mkfifo(meta)),
+      "dir_meta": lambda: (meta.unlink(), meta.mkdir()),
+      "missing_meta": lambda: meta.unlink(),
+  }
+  for name, corrupt in corruptions.items():
+    corrupt()
+    cache.clear_memory()
+    gc.collect()
+    done = _alarm(60)
+    try:
+      st = {}
+      lib = cache.get_library(src, tc, st)
+    finally:
+      done()
+    assert st["cache"] == "miss", name
+    assert lib.pyjax_tiny_7(2) == 9, name
+    assert cache._valid(key, str(so), str(meta)), name   # repaired, atomically published
+    del lib
+  _no_leftovers(sub)
+
+
+@pytest.mark.slow
 def test_bad_entries_are_misses_and_get_repaired(tmp_path):
   d = tmp_path / "c"
   sub = d / f"cpu-{cache.FORMAT}"
@@ -103,7 +159,7 @@ def test_bad_entries_are_misses_and_get_repaired(tmp_path):
     so.write_bytes(good_so)
     meta.write_text(good_meta)
 
-  cases = dict(_BAD_META, no_digest=json.dumps({"key": key}))
+  cases = dict(_BAD_META, no_digest=json.dumps({"key": key}))   # noqa: F841 (all of them)
   for name, text in cases.items():
     meta.write_text(text)
     assert "TIER native miss" in _prog(d).stdout, name
@@ -136,11 +192,44 @@ def test_bad_entries_are_misses_and_get_repaired(tmp_path):
   _no_leftovers(sub)
 
 
+def test_bad_runtime_library_entry_keeps_the_thread_pool(tmp_path):
+  d = tmp_path / "c"
+  sub = d / f"cpu-{cache.FORMAT}"
+  _prog(d)
+  rmeta = sub / f"{_runtime_key()}.json"
+  rmeta.write_text("null")
+  assert "POOL True" in _prog(d).stdout
+  json.loads(rmeta.read_text())["sha256"]   # rebuilt
+
+
+@pytest.mark.slow
+def test_bad_remembered_toolchain_probe_is_probed_again(tmp_path):
+  d = tmp_path / "c"
+  sub = d / f"cpu-{cache.FORMAT}"
+  _prog(d)
+  probes = list(sub.glob("toolchain-*.json"))
+  assert len(probes) == 1
+  p = probes[0]
+  for kind in ("null", "list", "wrong_types", "fifo", "dir"):
+    p.unlink() if not p.is_dir() else os.rmdir(p)
+    if kind == "fifo":
+      os.mkfifo(p)
+    elif kind == "dir":
+      p.mkdir()
+    else:
+      p.write_text({"null": "null", "list": "[]",
+                    "wrong_types": '{"identity": 1, "openmp": "yes"}'}[kind])
+    assert "TIER native" in _prog(d).stdout, kind   # no hang, no crash
+    assert stat.S_ISREG(os.stat(p).st_mode), kind     # rewritten
+  _no_leftovers(sub)
+
+
 def _private_dirs(tmp):
   return [p for p in os.listdir(tmp) if p.startswith("pyjax-")]
 
 
-@pytest.mark.parametrize("kind", ["file_in_the_way", "unwritable"])
+@pytest.mark.parametrize("kind", ["file_in_the_way",
+                                  pytest.param("unwritable", marks=pytest.mark.slow)])
 def test_unusable_cache_path_one_private_dir_removed_at_exit(tmp_path, kind):
   tmp = tmp_path / "tmp"
   tmp.mkdir()
@@ -174,11 +263,11 @@ def test_unusable_cache_path_one_private_dir_removed_at_exit(tmp_path, kind):
 
 
 def test_read_only_cache_still_serves_hits(tmp_path):
+  if os.geteuid() == 0:
+    pytest.skip("root writes through read-only permissions")
   d = tmp_path / "c"
   _prog(d)
   sub = d / f"cpu-{cache.FORMAT}"
-  if os.geteuid() == 0:
-    pytest.skip("root writes through read-only permissions")
   os.chmod(sub, 0o555)
   try:
     assert "TIER native disk" in _prog(d).stdout
@@ -190,6 +279,7 @@ def test_read_only_cache_still_serves_hits(tmp_path):
     os.chmod(sub, 0o755)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_with_a_small_size_limit(tmp_path):
   d = tmp_path / "c"
   sub = d / f"cpu-{cache.FORMAT}"
@@ -272,8 +362,21 @@ def test_min_entry_size_keeps_small_programs_off_disk(tmp_path, monkeypatch):
 
 
 def _mapped_programs(d):
+  """Distinct libraries mapped from the cache ``d`` or this process's private directory
+  (where verified copies are loaded from; unlinked once loaded: "(deleted)")."""
+  where = (str(d), cache.private_dir())
+  names = set()
   with open("/proc/self/maps") as f:
-    return len({ln.split()[-1] for ln in f if str(d) in ln and ln.rstrip().endswith(".so")})
+    for ln in f:
+      parts = ln.split(None, 5)
+      if len(parts) < 6:
+        continue
+      path = parts[5].strip()
+      if path.endswith(" (deleted)"):
+        path = path[:-len(" (deleted)")]
+      if path.endswith(".so") and any(w in path for w in where):
+        names.add(path)
+  return len(names)
 
 
 @pytest.mark.parametrize("n", [12, pytest.param(300, marks=pytest.mark.slow)])

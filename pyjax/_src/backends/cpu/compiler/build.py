@@ -153,13 +153,18 @@ def _probe(cc):
   ident = f"{shutil.which(cc) or cc}|{r.stdout.splitlines()[0] if r.stdout else ''}"
   cache = _probe_cache_path(ident)
   if cache is not None:
+    # a bad remembered probe (garbage, null, wrong types, a FIFO: never opened blocking)
+    # is ignored and probed again
+    from pyjax._src.backends.cpu.compiler import cache as cache_mod
+    raw = cache_mod._read_regular(cache, 1 << 16)
     try:
-      with open(cache) as f:
-        d = json.load(f)
-      if d.get("identity") == ident:
-        return Toolchain(cc, ident, d["openmp"], d["float16"], d["mvec"], d["native"])
-    except (OSError, ValueError, KeyError):
-      pass
+      d = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (ValueError, UnicodeDecodeError):
+      d = None
+    keys = ("openmp", "float16", "mvec", "native")
+    if (isinstance(d, dict) and d.get("identity") == ident
+        and all(isinstance(d.get(k), bool) for k in keys)):
+      return Toolchain(cc, ident, *(d[k] for k in keys))
   base = ["-O2", "-fPIC", "-shared", "-std=gnu11"]
   if not _try(cc, base, "int f(void) { return 0; }\n"):
     return None
@@ -173,15 +178,20 @@ def _probe(cc):
               ["-lmvec", "-lm"])
   tc = Toolchain(cc, ident, openmp, float16, mvec, native)
   if cache is not None:
+    tmp = f"{cache}.{os.getpid()}.tmp"
     try:
       os.makedirs(os.path.dirname(cache), exist_ok=True)
-      tmp = f"{cache}.{os.getpid()}.tmp"
       with open(tmp, "w") as f:
         json.dump({"identity": ident, "openmp": openmp, "float16": float16, "mvec": mvec,
                    "native": native}, f)
+      if os.path.isdir(cache) and not os.path.islink(cache):
+        shutil.rmtree(cache, ignore_errors=True)
       os.replace(tmp, cache)
     except OSError:
-      pass
+      try:
+        os.unlink(tmp)
+      except OSError:
+        pass
   return tc
 
 

@@ -18,7 +18,9 @@ SHA-256 of the C source, the compiler's identity and flags, the host CPU's featu
 its size.  Anything else -- a corrupt, truncated or foreign library, metadata that is not
 such an object (``null``, ``[]``, garbage), a FIFO, directory or other non-regular file --
 is a miss: the entry is rebuilt and published again.  Non-regular files are never opened
-for reading in blocking mode nor loaded.  Files are written under temporary names and
+for reading in blocking mode nor loaded.  A process never maps a shared cache file: it
+loads the bytes it verified from a private copy (``_load_copy``), so a cache file
+truncated or rewritten in place cannot crash it.  Files are written under temporary names and
 renamed into place, so concurrent processes never see partial files (the last writer wins;
 all writers write the same bytes).  ``PYJAX_CACHE_DIR=''`` (empty) disables the disk cache.
 
@@ -172,20 +174,47 @@ def _digest(path):
   return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _valid(key, so, meta):
-  """Whether ``so`` + ``meta`` are a good entry for ``key``.  Any malformed entry (wrong
-  JSON type, missing fields, wrong digest, non-regular files) is simply not valid."""
+def _read_entry(key, so, meta):
+  """The library bytes of the entry ``key`` (``so`` + ``meta``) when it is good, else
+  None.  Any malformed entry (wrong JSON type, missing fields, wrong digest, non-regular
+  files) is simply not good."""
   raw = _read_regular(meta, _META_MAX)
   if raw is None:
-    return False
+    return None
   try:
     m = json.loads(raw.decode("utf-8"))
   except (ValueError, UnicodeDecodeError):
-    return False
+    return None
   if not isinstance(m, dict) or m.get("key") != key or not isinstance(m.get("sha256"), str):
-    return False
-  d = _digest(so)
-  return d is not None and d == m["sha256"]
+    return None
+  data = _read_regular(so)
+  if data is None or hashlib.sha256(data).hexdigest() != m["sha256"]:
+    return None
+  return data
+
+
+def _valid(key, so, meta):
+  """Whether ``so`` + ``meta`` are a good entry for ``key``."""
+  return _read_entry(key, so, meta) is not None
+
+
+def _load_copy(key, data):
+  """Load the verified library bytes ``data`` from a private copy: the shared cache file is
+  never mapped, so one truncated or rewritten in place (by a user or a foreign tool) cannot
+  crash a process that loaded it, and what is loaded is exactly what was verified.  The
+  copy is unlinked once loaded (the mapping keeps it)."""
+  path = os.path.join(private_dir(), f"c-{key}.so")
+  tmp = f"{path}.{threading.get_ident()}.tmp"
+  with open(tmp, "wb") as f:
+    f.write(data)
+  os.replace(tmp, path)
+  try:
+    return _load(path)
+  finally:
+    try:
+      os.unlink(path)
+    except OSError:
+      pass
 
 
 # --- loaded libraries and their unloading ----------------------------------------------------
@@ -355,9 +384,10 @@ def _get_uncached(key, source, toolchain, stats):
     so = os.path.join(d, f"{key}.so")
     meta = os.path.join(d, f"{key}.json")
     t0 = time.monotonic()
-    if _valid(key, so, meta) and _is_regular(so):
+    data = _read_entry(key, so, meta)
+    if data is not None:
       try:
-        lib = _load(so)
+        lib = _load_copy(key, data)
         _touch(meta)
         if stats is not None:
           stats["cache"] = "disk"
@@ -412,7 +442,7 @@ def _publish(d, key, so, meta, source, toolchain):
         os.unlink(p)
       except OSError:
         pass
-  lib = _load(so)
+  lib = _load_copy(key, data)
   evict(d)
   return lib
 
