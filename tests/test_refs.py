@@ -203,7 +203,25 @@ def _grad_through_loop(m):
   return m.grad(f)(2.0)
 
 
+def _vmap_mapped_ref(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  a = m.vmap(lambda r: r[...])(r)
+
+  def w(r, x):
+    r[...] = r[...] * x
+    return r[...] + 1
+  b = m.vmap(w)(r, m.numpy.array([1.0, 2.0, 3.0]))
+  c = m.jit(m.vmap(w))(r, m.numpy.ones(3))
+  q = m.new_ref(m.numpy.arange(6.0).reshape(2, 3))
+
+  def w2(q):
+    q[0] = -q[0]
+  m.vmap(w2, in_axes=1)(q)
+  return a, b, c, r[...], q[...]
+
+
 CASES = {f.__name__[1:]: f for f in [
+    _vmap_mapped_ref,
     _fori_outer, _scan_outer, _cond_switch_outer, _loop_reads_current_value,
     _grad_through_loop, _vmap_unbatched_ref, _same_ref_twice, _eager_basic, _ref_module,
     _jit_arg, _jit_closed_read_not_stale, _jit_counter,
@@ -221,10 +239,17 @@ def test_matches_jax(name):
   assert p == j
 
 
-def test_grad_of_closed_over_write_raises():
+def _vmap_closed_write(m):
+  r = m.new_ref(m.numpy.arange(3.0))
+  m.vmap(lambda x: r.__setitem__(..., x * m.numpy.ones(3)))(m.numpy.ones(2))
+
+
+@pytest.mark.parametrize("case", [_grad_closed_write, _vmap_closed_write])
+def test_transformed_write_to_outer_ref_raises(case):
   jax = _jax()
-  p, j = _run(pyjax, _grad_closed_write), _run(jax, _grad_closed_write)
+  p, j = _run(pyjax, case), _run(jax, case)
   assert p[1] == j[1]   # same message (JAX raises a bare Exception, pyjax a ValueError)
+  assert p[0] == "ValueError"
 
 
 def test_types_and_repr():

@@ -8,6 +8,7 @@ import inspect
 
 from pyjax._src import core, tree_util
 from pyjax._src import tracer_leaks as _tracer_leaks
+from pyjax._src.state import vmap as _state_vmap
 from pyjax._src.state.types import Ref as _Ref
 from pyjax._src.interpreters import batching
 from pyjax._src.interpreters.batching import not_mapped
@@ -186,18 +187,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
       axes = [in_axes] * len(arg_leaves)
     leaves = arg_leaves + kw_leaves
     axes = axes + [0] * len(kw_leaves)
-    for x, ax in zip(leaves, axes):
-      if type(x) is _Ref:   # a mutable array reference: passed through, unbatched
+    mapped_refs = []   # mutable array references mapped along an axis (state/vmap.py)
+    for i, (x, ax) in enumerate(zip(leaves, axes)):
+      if type(x) is _Ref:   # with in_axes None: passed through, unbatched
         if ax is not None:
-          raise ValueError(f"vmap of a Ref argument ({x.aval}) needs in_axes None for it: "
-                           "pyjax does not batch mutable array references")
+          mapped_refs.append((i, x, ax))
         continue
       if not _valid_input(x):
         raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type")
-    size = _mapped_axis_size(fun, args, kwargs, leaves, axes, axis_size)
+    size = _mapped_axis_size(fun, args, kwargs,
+                             _state_vmap.size_leaves(leaves) if mapped_refs else leaves,
+                             axes, axis_size)
     dims = []
     for x, ax in zip(leaves, axes):
-      if ax is None:
+      if ax is None or type(x) is _Ref:
         dims.append(not_mapped)
       else:
         nd = len(core.get_aval(x).shape)
@@ -222,6 +225,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     interp = batching.BatchInterpreter(core.current_interpreter(), axis_data)
     ins = [batching.BatchTracer(interp, x, d) if d is not not_mapped else x
            for x, d in zip(leaves, dims)]
+    if mapped_refs:
+      ins, ref_locals = _state_vmap.enter(interp, ins, mapped_refs)
     try:
       with core.set_interpreter(interp):
         outs = flat_fun(*ins)
@@ -230,6 +235,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         v, d = interp.to_batch_info(o)
         vals.append(v)
         dims_out.append(d)
+      if mapped_refs:
+        _state_vmap.exit(interp, ref_locals, axis_data)
     finally:
       interp.finished = True
     out_tree = out_tree_cell[-1]

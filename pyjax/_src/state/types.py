@@ -19,7 +19,8 @@ a jaxpr shows the discharged program (gathers / scatters / dynamic updates of va
 refs a jitted program touches as extra inputs and outputs).  ``lax`` loops and conditionals
 carry the outer refs their bodies use (``state/control_flow.py``).  Writing a value of a
 transformation into a ref it does not own (``grad`` or ``vmap`` of a function writing an
-outer ref with a traced value) raises ``ValueError``, as JAX does for ``grad``.
+outer ref with a traced value) raises ``ValueError`` with JAX's message (JAX raises a bare
+``Exception``).  ``vmap`` maps Ref arguments (``state/vmap.py``).
 """
 from __future__ import annotations
 
@@ -163,17 +164,21 @@ def check_write(s, value):
   t = value._trace
   if any(t is i for i in _owner_chain(owner)):
     return
-  from pyjax._src.interpreters import ad
+  from pyjax._src.interpreters import ad, batching
   if isinstance(t, ad.JVPInterpreter):
     raise ValueError(
         "performing a set/swap operation with a differentiated value on a non-differentiated "
         f"array reference of type {s.ref.aval}. Move the array reference to be an argument "
         "of the differentiated function?")
+  if isinstance(t, batching.BatchInterpreter):
+    raise ValueError(
+        "performing a set/swap operation with vmapped value on an unbatched array reference "
+        f"of type {s.ref.aval}. Move the array reference to be an argument to the vmapped "
+        "function?")
   raise ValueError(
       f"writing a value traced by {t!r} into an array reference of type {s.ref.aval} "
-      "created outside that transformation is not supported by pyjax (only jit discharges "
-      "outer references); create the reference inside the transformed function, or pass "
-      "values in and out explicitly.")
+      "created outside that transformation: create the reference inside the transformed "
+      "function, or pass it as an argument.")
 
 
 _live = 0   # refs alive (control flow looks for refs in loop bodies only while some exist)
