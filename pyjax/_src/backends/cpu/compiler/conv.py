@@ -25,6 +25,7 @@ from pyjax._src.backends.cpu.compiler.lower_c import storage_type
 
 PRIM = "conv_general_dilated"
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INT_MAX = 2 ** 31 - 1
 
 
 def supported(node):
@@ -91,7 +92,21 @@ def work(node):
 
 
 def kernel_source(node, name):
-  """C of ``name(void *const *P)``: ``P`` = (lhs, rhs, out) data pointers."""
+  """C of ``name(void *const *P)``: ``P`` = (lhs, rhs, out) data pointers.  With BLAS
+  (``pj_sgemm``/``pj_dgemm`` set) the convolution runs as im2col + GEMM (``_gemm_source``),
+  else as the direct kernel."""
+  g = _geometry(node)
+  direct = _direct_source(node, name + "_direct")
+  gemm = _gemm_source(node, name + "_gemm", g)
+  if gemm is None:
+    return direct + f"static void {name}(void *const *P) {{ {name}_direct(P); }}\n"
+  return (direct + gemm + f"static void {name}(void *const *P) {{\n"
+          f"  if ({'pj_dgemm' if node.outs[0].dtype == np.float64 else 'pj_sgemm'}) "
+          f"{name}_gemm(P);\n  else {name}_direct(P);\n}}\n")
+
+
+def _direct_source(node, name):
+  """C of the direct kernel ``name(P)`` (no BLAS needed)."""
   ctype = storage_type(node.outs[0].dtype)
   g = _geometry(node)
   nsp = g["nsp"]
@@ -175,6 +190,208 @@ def kernel_source(node, name):
   L.append(f"static void {name}(void *const *P) {{")
   L.append(f"  if (pj_parallel_for && {items} > 1) pj_parallel_for({name}_range, (void *)P, {items}, {grain});")
   L.append(f"  else {name}_range((void *)P, 0, {items});")
+  L.append("}")
+  return "\n".join(L) + "\n"
+
+
+def _dense(sizes, strides, step):
+  """Whether dims of ``sizes`` at ``strides`` lie row-major with innermost step ``step``."""
+  want = step
+  for n, s in zip(reversed(sizes), reversed(strides)):
+    if n > 1 and s != want:
+      return False
+    want *= n
+  return True
+
+
+def _gemm_source(node, name, g):
+  """C of ``name(P)``: the convolution as one GEMM per (batch group, feature group).
+
+  Rows of the product are the output positions (output batch element and spatial
+  position, ordered as the output lays them out, so that a row-major ``R x Og`` product is
+  usually the output itself), columns the output features of the group, and the
+  contraction runs over (input feature, kernel offset) -- ordered input feature last when
+  the input's features are contiguous.  The im2col matrix ``A`` is gathered into scratch
+  memory on the pool, stored either row-major (``R x K``) or transposed (``K x R``,
+  when the input is contiguous along the innermost row dimension, e.g. the kernel
+  gradient of a channels-last convolution), zeros where the window reads padding or a
+  dilation hole.  The kernel is read in place when its layout is already a dense
+  ``K x Og`` (or ``Og x K``) matrix, else copied.  Returns None when a size exceeds BLAS's
+  ``int``."""
+  nsp = g["nsp"]
+  t = storage_type(node.outs[0].dtype)
+  dbl = int(node.outs[0].dtype == np.float64)
+  nout, cg, og = g["nout"], g["cg"], g["og"]
+  osp, ksz = g["osp"], g["ksz"]
+  R = nout * math.prod(osp)
+  K = cg * math.prod(ksz)
+  groups = g["B"] * g["G"]
+  if max(R, K, og) > _INT_MAX or R * K > 2 ** 62:
+    return None
+  # --- dims: (kind, axis, size) --------------------------------------------------------
+  rdims = [("n", 0, nout)] + [("q", i, osp[i]) for i in range(nsp)]
+  ostride = {("n", 0): g["os_n"], **{("q", i): g["os_sp"][i] for i in range(nsp)}}
+  rorder = sorted(rdims, key=lambda d: -ostride[(d[0], d[1])])
+  out_direct = (groups == 1 and g["os_o"] == 1 and
+                _dense([d[2] for d in rorder], [ostride[(d[0], d[1])] for d in rorder], og))
+  kdims = [("k", i, ksz[i]) for i in range(nsp)]
+  corder = kdims + [("c", 0, cg)] if g["xs_c"] == 1 else [("c", 0, cg)] + kdims
+  xstride = {("n", 0): g["xs_n"], ("c", 0): g["xs_c"]}
+  inner_r = rorder[-1]
+  ta = int(inner_r[0] == "n" and g["xs_n"] == 1 and inner_r[2] > 1)
+  nest = corder + rorder if ta else rorder + corder
+  # the kernel as a K x Og (tb = 0) or Og x K (tb = 1) matrix
+  wstride = {("c", 0): g["ws_i"], **{("k", i): g["ws_k"][i] for i in range(nsp)}}
+  csz = [d[2] for d in corder]
+  cst = [wstride[(d[0], d[1])] for d in corder]
+  w_direct, tb = False, 0
+  if groups == 1:
+    if (og == 1 or g["ws_o"] == 1) and _dense(csz, cst, og):
+      w_direct, tb = True, 0
+    elif _dense(csz, cst, 1) and (og == 1 or g["ws_o"] == K):
+      w_direct, tb = True, 1
+  L = []
+  ctx = f"{name}_ctx"
+  L.append(f"typedef struct {{ const {t} *X; {t} *A; }} {ctx};")
+  # --- im2col over the pool, along the nest's outermost dim ----------------------------
+  L.append(f"static void {name}_im2col(void *vc, int64_t lo, int64_t hi) {{")
+  L.append(f"  const {ctx} *cx = (const {ctx} *)vc;")
+  L.append(f"  const {t} *restrict X = cx->X;")
+  L.append(f"  {t} *restrict A = cx->A;")
+  astride = []
+  acc = 1
+  for d in reversed(nest):
+    astride.append(acc)
+    acc *= d[2]
+  astride.reverse()
+  bound = set()
+  ind = "  "
+  depth = len(nest)
+  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = 0, ao_ = 0; (void)ok_;")
+  prev = "_"
+  for li, (kind, ax, size) in enumerate(nest):
+    var = f"{kind}{ax}"
+    last = li == depth - 1
+    if last:
+      break
+    rng = ("lo", "hi") if li == 0 else ("0", str(size))
+    L.append(f"{ind}for (int64_t {var} = {rng[0]}; {var} < {rng[1]}; {var}++) {{")
+    ind += "  "
+    cur = f"_{li}"
+    aoff = f"ao{prev} + {var} * {astride[li]}"
+    if kind in ("n", "c"):
+      L.append(f"{ind}const int ok{cur} = ok{prev}; (void)ok{cur};")
+      L.append(f"{ind}const int64_t xo{cur} = xo{prev} + {var} * {xstride[(kind, 0)]};")
+    else:
+      bound.add((kind, ax))
+      other = ("k" if kind == "q" else "q", ax)
+      if other in bound:
+        s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax],
+                                     g["rdil"][ax], g["in_sp"][ax])
+        ext = (n_in - 1) * ld + 1
+        L.append(f"{ind}const int64_t p{ax} = q{ax} * {s} + k{ax} * {rd} - ({plo});")
+        cond = f"p{ax} >= 0 && p{ax} < {ext}" + (f" && p{ax} % {ld} == 0" if ld > 1 else "")
+        L.append(f"{ind}const int ok{cur} = ok{prev} && ({cond});")
+        L.append(f"{ind}const int64_t xo{cur} = xo{prev} + (ok{cur} ? p{ax} / {ld} : 0) * "
+                 f"{g['xs_sp'][ax]};")
+      else:
+        L.append(f"{ind}const int ok{cur} = ok{prev}; (void)ok{cur};")
+        L.append(f"{ind}const int64_t xo{cur} = xo{prev};")
+    L.append(f"{ind}const int64_t ao{cur} = {aoff};")
+    prev = cur
+  kind, ax, size = nest[-1]
+  var = f"{kind}{ax}"
+  if depth == 1:
+    L.append(f"{ind}{{ const int64_t v_lo = lo, v_hi = hi;")
+  else:
+    L.append(f"{ind}{{ const int64_t v_lo = 0, v_hi = {size};")
+  ind += "  "
+  if kind in ("n", "c"):
+    xs = xstride[(kind, 0)]
+    L.append(f"{ind}if (ok{prev}) {{")
+    L.append(f"{ind}  #pragma omp simd")
+    L.append(f"{ind}  for (int64_t {var} = v_lo; {var} < v_hi; {var}++) "
+             f"A[ao{prev} + {var}] = X[xo{prev} + {var} * {xs}];")
+    L.append(f"{ind}}} else {{")
+    L.append(f"{ind}  for (int64_t {var} = v_lo; {var} < v_hi; {var}++) A[ao{prev} + {var}] = 0;")
+    L.append(f"{ind}}}")
+  else:
+    other = ("k" if kind == "q" else "q", ax)
+    s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax], g["rdil"][ax],
+                                 g["in_sp"][ax])
+    ext = (n_in - 1) * ld + 1
+    qexpr = var if kind == "q" else f"q{ax}"
+    kexpr = var if kind == "k" else f"k{ax}"
+    assert other in bound or nsp >= 1
+    L.append(f"{ind}for (int64_t {var} = v_lo; {var} < v_hi; {var}++) {{")
+    L.append(f"{ind}  const int64_t p = {qexpr} * {s} + {kexpr} * {rd} - ({plo});")
+    cond = f"p >= 0 && p < {ext}" + (f" && p % {ld} == 0" if ld > 1 else "")
+    L.append(f"{ind}  const int ok = ok{prev} && ({cond});")
+    L.append(f"{ind}  const int64_t xi = ok ? xo{prev} + (p / {ld}) * {g['xs_sp'][ax]} : 0;")
+    L.append(f"{ind}  A[ao{prev} + {var}] = ok ? X[xi] : ({t})0;")
+    L.append(f"{ind}}}")
+  ind = ind[:-2]
+  L.append(f"{ind}}}")
+  for _ in range(depth - 1):
+    ind = ind[:-2]
+    L.append(f"{ind}}}")
+  L.append("}")
+  # --- the driver -----------------------------------------------------------------------
+  n0 = nest[0][2]
+  per0 = max(1, R * K // max(n0, 1))
+  grain = max(1, 16384 // per0)
+  L.append(f"static void {name}(void *const *P) {{")
+  L.append(f"  const {t} *X = (const {t} *)P[0];")
+  L.append(f"  const {t} *W = (const {t} *)P[1];")
+  L.append(f"  {t} *Y = ({t} *)P[2];")
+  L.append(f"  {t} *A = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * K});")
+  if not w_direct:
+    L.append(f"  {t} *Wm = ({t} *)pj_scratch(sizeof({t}) * (size_t){K * og});")
+  if not out_direct:
+    L.append(f"  {t} *Cm = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * og});")
+  L.append("  if (!A) abort();")
+  L.append("  int pj_prev_threads = pj_blas_get_threads ? pj_blas_get_threads() : 0;")
+  L.append("  if (pj_blas_set_threads && pj_prev_threads != 1) pj_blas_set_threads(1);")
+  L.append(f"  for (int64_t bg = 0; bg < {groups}; bg++) {{")
+  L.append(f"    const int64_t b = bg / {g['G']}, gr = bg % {g['G']};")
+  L.append(f"    {ctx} cx = {{X + b * {nout * g['xs_n']} + gr * {cg * g['xs_c']}, A}};")
+  L.append(f"    if (pj_parallel_for && {R * K} >= 32768) "
+           f"pj_parallel_for({name}_im2col, (void *)&cx, {n0}, {grain});")
+  L.append(f"    else {name}_im2col((void *)&cx, 0, {n0});")
+  if w_direct:
+    L.append(f"    const {t} *Bm = W;")
+  else:
+    # Wm[c][o] = W[(bg * og + o) * ws_o + c-dims]
+    L.append(f"    {{ {t} *restrict wd = Wm;")
+    ind = "      "
+    for kind, ax, size in corder:
+      L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++)")
+      ind += "  "
+    woff = " + ".join(f"{kind}{ax} * {wstride[(kind, ax)]}" for kind, ax, _ in corder)
+    L.append(f"{ind}for (int64_t o = 0; o < {og}; o++) "
+             f"*wd++ = W[(bg * {og} + o) * {g['ws_o']} + {woff}];")
+    L.append("    }")
+    L.append(f"    const {t} *Bm = Wm;")
+  L.append(f"    {t} *Cp = {'Y' if out_direct else 'Cm'};")
+  L.append(f"    pj_gemm_job job = {{{dbl}, {ta}, {tb}, {R}, {og}, {K}, 1, A, Bm, Cp}};")
+  L.append("    pj_gemm_run(&job);")
+  if not out_direct:
+    L.append(f"    {{ const {t} *restrict cs = Cm;")
+    ind = "      "
+    for kind, ax, size in rorder:
+      L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++)")
+      ind += "  "
+    yoff = " + ".join(f"{kind}{ax} * {ostride[(kind, ax)]}" for kind, ax, _ in rorder)
+    L.append(f"{ind}for (int64_t o = 0; o < {og}; o++) "
+             f"Y[{yoff} + (bg * {og} + o) * {g['os_o']}] = *cs++;")
+    L.append("    }")
+  L.append("  }")
+  L.append("  if (pj_blas_set_threads && pj_prev_threads != 1) pj_blas_set_threads(pj_prev_threads);")
+  if not out_direct:
+    L.append("  pj_unscratch(Cm);")
+  if not w_direct:
+    L.append("  pj_unscratch(Wm);")
+  L.append("  pj_unscratch(A);")
   L.append("}")
   return "\n".join(L) + "\n"
 
