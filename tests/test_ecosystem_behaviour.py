@@ -324,3 +324,37 @@ def test_key_arrays_in_asarray_and_array_equal():
     assert bool(lib.numpy.array_equal(k1, k1, equal_nan=True))
     assert bool(lib.jit(lib.numpy.array_equal)(k1, k1))
     assert not bool(lib.jit(lib.numpy.array_equal)(k1, k2))
+
+
+# --- long eager loops run their body as native code (optax's 30,000-step scans) ---------------
+def test_long_eager_scan_and_while_use_native_body():
+  from pyjax import lax
+  from pyjax._src.backends.cpu import eager_control_flow as ecf
+  from pyjax._src.backends.cpu import executable
+
+  def body(c, x):
+    w, m = c
+    g = 2.0 * (w - 3.0) + x
+    m = 0.9 * m + g
+    return (w - 0.01 * m, m), jnp.sum(w)
+
+  xs = jnp.linspace(0.0, 1e-3, 20000)
+  init = (jnp.array([1.0, 2.0]), jnp.zeros(2))
+  with executable.compile_mode_override("off"):
+    want_c, want_y = lax.scan(body, init, xs)
+    want_w = lax.while_loop(lambda c: c[1] < 3000, lambda c: (c[0] * 0.999 + 1e-3, c[1] + 1),
+                            (jnp.ones(3), 0))
+  with executable.compile_mode_override("async"):
+    got_c, got_y = lax.scan(body, init, xs)
+    got_w = lax.while_loop(lambda c: c[1] < 3000, lambda c: (c[0] * 0.999 + 1e-3, c[1] + 1),
+                           (jnp.ones(3), 0))
+  np.testing.assert_allclose(got_c[0], want_c[0], rtol=1e-5)
+  np.testing.assert_allclose(got_y, want_y, rtol=1e-5)
+  np.testing.assert_allclose(got_w[0], want_w[0], rtol=1e-5)
+  assert int(got_w[1]) == 3000
+  natives = [f for f in ecf._native_bodies.values() if f is not None]
+  probe = executable.compile_jaxpr(pyjax.make_jaxpr(lambda x: x + 1)(1.0), None, "probe")
+  with executable.compile_mode_override("sync"):
+    if probe.wait() != "native":
+      pytest.skip("no C compiler: loops stay on the NumPy plan")
+  assert len(natives) >= 2   # the scan body and the while body (and its predicate)
