@@ -232,8 +232,13 @@ static void pj_xg_packb_{key}({t} *restrict dst, const {st} *restrict B, int64_t
     for (int64_t p = 0; p < kc; p++) {{
       const {st} *restrict s = B + ({kk} * sbk + j0 * sbn);
       int64_t j = 0;
-      if (sbn == 1) for (; j < w; j++) q[p * nr + j] = {_load_expr(d, acc, "s[j]")};
-      else for (; j < w; j++) q[p * nr + j] = {_load_expr(d, acc, "s[j * sbn]")};
+      if (sbn == 1) {{
+        #pragma omp simd
+        for (int64_t jj = 0; jj < w; jj++) q[p * nr + jj] = {_load_expr(d, acc, "s[jj]")};
+        j = w;
+      }} else {{
+        for (; j < w; j++) q[p * nr + j] = {_load_expr(d, acc, "s[j * sbn]")};
+      }}
       for (; j < nr; j++) q[p * nr + j] = 0;
     }}
   }}
@@ -277,11 +282,82 @@ def combo_name(ta, tb, tc):
   return f"pj_xg_run_{_tag(ta)}_{_tag(tb)}_{_tag(tc)}"
 
 
+_F16_CONVERT = r"""
+#ifndef PJ_XG_F16_CONVERT
+#define PJ_XG_F16_CONVERT 1
+/* rows [lo, hi) of the float32 copies of A (nb*m rows of k) and then B (nb*k rows of n) */
+typedef struct { const pj_xg_t *G; float *a32, *b32; } pj_xg_cvt_t;
+static void pj_xg_cvt_range(void *ctx, int64_t lo, int64_t hi) {
+  const pj_xg_cvt_t *V = (const pj_xg_cvt_t *)ctx;
+  const pj_xg_t *G = V->G;
+  const uint16_t *A = (const uint16_t *)G->a, *B = (const uint16_t *)G->b;
+  for (int64_t r = lo; r < hi; r++) {
+    if (r < G->nb * G->m) {
+      const int64_t b = r / G->m, i = r % G->m;
+      const uint16_t *s = A + (b * G->sab + i * G->sam);
+      float *restrict d = V->a32 + r * G->k;
+      if (G->sak == 1) {
+        #pragma omp simd
+        for (int64_t p = 0; p < G->k; p++) d[p] = pj_h2f(s[p]);
+      } else {
+        for (int64_t p = 0; p < G->k; p++) d[p] = pj_h2f(s[p * G->sak]);
+      }
+    } else {
+      const int64_t q = r - G->nb * G->m, b = q / G->k, p = q % G->k;
+      const uint16_t *s = B + (b * G->sbb + p * G->sbk);
+      float *restrict d = V->b32 + q * G->n;
+      if (G->sbn == 1) {
+        #pragma omp simd
+        for (int64_t j = 0; j < G->n; j++) d[j] = pj_h2f(s[j]);
+      } else {
+        for (int64_t j = 0; j < G->n; j++) d[j] = pj_h2f(s[j * G->sbn]);
+      }
+    }
+  }
+}
+#endif
+"""
+
+
 def driver_source(ta, tb, tc):
-  """C defining ``void <combo_name>(const pj_xg_t *G)`` (guarded) and what it uses."""
+  """C defining ``void <combo_name>(const pj_xg_t *G)`` (guarded) and what it uses.
+  float16 operands are first converted to float32 copies (a vectorized pass: the
+  conversion costs more than a copy, and packing would repeat it per block), then run
+  through the float32-operand driver: the same sums in the same order."""
   acc = acc_of(ta, tb, tc)
   if acc is None:
     raise ValueError(f"no native GEMM for {ta} x {tb} -> {tc}")
+  if np.dtype(ta) == _F16:
+    name = combo_name(ta, tb, tc)
+    inner = combo_name(_F32, _F32, tc)
+    sc = L.storage_type(tc)
+    return (_driver_source(_F32, _F32, tc, acc) + _F16_CONVERT + f"""
+#ifndef PJ_XG_DRV_{name}
+#define PJ_XG_DRV_{name} 1
+static void {name}(const pj_xg_t *G) {{
+  if (G->nb <= 0 || G->m <= 0 || G->n <= 0) return;
+  if (G->k <= 0) {{ memset(G->c, 0, sizeof({sc}) * (size_t)(G->nb * G->m * G->n)); return; }}
+  pj_xg_cvt_t V = {{G, (float *)malloc(sizeof(float) * (size_t)(G->nb * G->m * G->k)),
+                    (float *)malloc(sizeof(float) * (size_t)(G->nb * G->k * G->n))}};
+  if (!V.a32 || !V.b32) abort();
+  const int64_t rows = G->nb * (G->m + G->k);
+  const int64_t grain = 65536 / (G->k > G->n ? G->k : G->n) + 1;
+  if (pj_parallel_for && G->nb * (G->m * G->k + G->k * G->n) >= (1 << 17))
+    pj_parallel_for(pj_xg_cvt_range, (void *)&V, rows, grain);
+  else
+    pj_xg_cvt_range((void *)&V, 0, rows);
+  const pj_xg_t G32 = {{G->nb, G->m, G->n, G->k, G->m * G->k, G->k, 1, G->k * G->n, G->n, 1,
+                        V.a32, V.b32, G->c}};
+  {inner}(&G32);
+  free(V.b32);
+  free(V.a32);
+}}
+#endif
+""")
+  return _driver_source(ta, tb, tc, acc)
+
+
+def _driver_source(ta, tb, tc, acc):
   name = combo_name(ta, tb, tc)
   t = _ACC_CTYPE[acc]
   sa, sb, sc = L.storage_type(ta), L.storage_type(tb), L.storage_type(tc)
