@@ -19,6 +19,7 @@ from pyjax._src import config as _config
 from pyjax._src import dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.backends.cpu import eager as cpu_eager
+from pyjax._src.backends.cpu import eager_native as _eager_native
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.runtime.array import ArrayImpl
@@ -29,6 +30,9 @@ _ASYNC_EAGER = frozenset({"dot_general", "conv_general_dilated", "fft"})
 _ASYNC_ELEMENTS = 1 << 16
 
 _impls = cpu_eager.impls
+# large elementwise operations: prebuilt native kernels or NumPy on threads (eager_native)
+_native_prims = _eager_native.PRIMS if _eager_native.ENABLED else frozenset()
+_NATIVE_MIN = _eager_native.MIN_ELEMENTS
 _scalar_types = dtypes.python_scalar_types
 _is_tracer = None
 
@@ -153,7 +157,12 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
     if res is not None:
       return res
   try:
-    out = impl(*bufs, **params)
+    if name in _native_prims and (bufs[0].size >= _NATIVE_MIN or bufs[-1].size >= _NATIVE_MIN):
+      out = _eager_native.run(name, bufs, params, out_aval)   # large: native kernels/threads
+      if out is None:
+        out = impl(*bufs, **params)
+    else:
+      out = impl(*bufs, **params)
   except MemoryError as e:   # as XLA: RESOURCE_EXHAUSTED
     from pyjax._src import errors
     raise errors.out_of_memory(e) from None
