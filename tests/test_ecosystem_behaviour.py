@@ -358,3 +358,17 @@ def test_long_eager_scan_and_while_use_native_body():
     if probe.wait() != "native":
       pytest.skip("no C compiler: loops stay on the NumPy plan")
   assert len(natives) >= 2   # the scan body and the while body (and its predicate)
+
+
+def test_aval_sharding_outside_a_mesh():
+  jax = _jax()
+  got = pyjax.typeof(jnp.ones((2, 3))).sharding
+  want = jax.typeof(jax.numpy.ones((2, 3))).sharding
+  assert tuple(got.spec) == tuple(want.spec) == (None, None)
+  for name in ("are_all_axes_auto", "are_all_axes_explicit", "are_all_axes_manual"):
+    assert getattr(got.mesh, name) == getattr(want.mesh, name) is False, name
+  assert got.mesh.empty and want.mesh.empty
+  # a sampler accepts it as out_sharding (optax.tree_utils.tree_random_like passes it)
+  x = random.normal(random.key(0), (2, 3), out_sharding=got)
+  np.testing.assert_array_equal(x, jax.random.normal(jax.random.key(0), (2, 3),
+                                                     out_sharding=want))

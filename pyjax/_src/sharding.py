@@ -273,15 +273,15 @@ class AbstractMesh:
 
   @property
   def are_all_axes_auto(self):
-    return all(t == AxisType.Auto for t in self.axis_types)
+    return bool(self.axis_types) and all(t == AxisType.Auto for t in self.axis_types)
 
   @property
   def are_all_axes_explicit(self):
-    return all(t == AxisType.Explicit for t in self.axis_types)
+    return bool(self.axis_types) and all(t == AxisType.Explicit for t in self.axis_types)
 
   @property
   def are_all_axes_manual(self):
-    return all(t == AxisType.Manual for t in self.axis_types)
+    return bool(self.axis_types) and all(t == AxisType.Manual for t in self.axis_types)
 
   def __eq__(self, other):
     return (type(other) is type(self) and self.axis_sizes == other.axis_sizes
