@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import threading
+import types
 
 import numpy as np
 
@@ -189,12 +190,25 @@ def get_aval(x):
     return ShapedArray(np.shape(x), dtypes.canonicalize_dtype(x.dtype), False)
   if isinstance(x, (bool, int, float, complex)):
     return scalar_aval(x)
+  rule = pytype_aval_mappings.get(t)
+  if rule is not None:   # a user type registered with hijax.register_hitype
+    return rule(x)
   aval = getattr(x, "aval", None)
   if isinstance(aval, ShapedArray):
     return aval
   if hasattr(x, "__jax_array__"):
     return get_aval(x.__jax_array__())
   raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+
+
+# Python type -> function giving a value's aval, for types pyjax does not know natively
+# (JAX's ``core.pytype_aval_mappings``; filled by ``hijax.register_hitype``).
+pytype_aval_mappings = {}
+
+# Attributes of an aval that a tracer of it exposes (JAX's ``core.aval_property`` /
+# ``core.aval_method``): ``tracer.name`` is ``fget(tracer)`` / ``fun`` bound to the tracer.
+aval_property = collections.namedtuple("aval_property", ["fget"])
+aval_method = collections.namedtuple("aval_method", ["fun"])
 
 
 def is_concrete(x):
@@ -314,6 +328,21 @@ class Tracer(Array):
 
   def __reduce__(self):
     raise errors.ConcretizationTypeError(self, "Tracers cannot be pickled.")
+
+  def __getattr__(self, name):
+    # Only reached when normal lookup fails: a tracer of a hijax type forwards the
+    # ``aval_property`` / ``aval_method`` attributes its aval declares.
+    if (not name.startswith("__") and name not in ("aval", "_trace")
+        and not isinstance(getattr(type(self), name, None), types.MemberDescriptorType)):
+      try:
+        attr = getattr(self.aval, name)
+      except Exception:
+        attr = None
+      if type(attr) is aval_property:
+        return attr.fget(self)
+      if type(attr) is aval_method:
+        return attr.fun.__get__(self, type(self))
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
 
 # --- the jaxpr IR -----------------------------------------------------------------------

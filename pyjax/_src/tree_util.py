@@ -103,6 +103,64 @@ __all__ = [
     "tree_unflatten", "treedef_children", "treedef_is_leaf", "treedef_tuple",
 ]
 
+
+class _RegistryEntry(tuple):
+  """``(to_iter, from_iter)`` of a registered node type (JAX's private registry entry)."""
+  __slots__ = ()
+
+  def __new__(cls, to_iter, from_iter):
+    return tuple.__new__(cls, (to_iter, from_iter))
+
+  to_iter = property(lambda self: self[0])
+  from_iter = property(lambda self: self[1])
+
+
+class _RegistryView:
+  """JAX's private ``tree_util._registry``: the pytree node types (the built-in
+  containers and every registered type) mapped to their flatten/unflatten functions.  A
+  live read-only view of ``default_registry`` (libraries test ``type(x) in _registry``)."""
+
+  _BUILTIN = {
+      tuple: _RegistryEntry(lambda xs: (xs, None), lambda _, xs: tuple(xs)),
+      list: _RegistryEntry(lambda xs: (xs, None), lambda _, xs: list(xs)),
+      dict: _RegistryEntry(lambda d: (tuple(d[k] for k in sorted(d)), tuple(sorted(d))),
+                           lambda keys, xs: dict(zip(keys, xs))),
+      type(None): _RegistryEntry(lambda _: ((), None), lambda _, xs: None),
+  }
+
+  def _entries(self):
+    return default_registry._entries
+
+  def __contains__(self, t):
+    return t in self._BUILTIN or t in self._entries()
+
+  def __getitem__(self, t):
+    if t in self._BUILTIN:
+      return self._BUILTIN[t]
+    e = self._entries()[t]
+    flatten = e.flatten
+    if flatten is None:   # a dataclass node: children are its data fields
+      data, meta = tuple(e.data_fields), tuple(e.meta_fields)
+      flatten = lambda x: (tuple(getattr(x, n) for n in data),
+                           tuple(getattr(x, n) for n in meta))
+    return _RegistryEntry(flatten, e.unflatten)
+
+  def get(self, t, default=None):
+    return self[t] if t in self else default
+
+  def __iter__(self):
+    yield from self._BUILTIN
+    yield from list(self._entries())
+
+  def keys(self):
+    return list(self)
+
+  def __len__(self):
+    return len(self._BUILTIN) + len(self._entries())
+
+
+_registry = _RegistryView()
+
 # Public objects (and the helpers pickles refer to) report this facade as their
 # module, as before the split: class reprs and pickles do not depend on which file
 # holds the code.

@@ -1,0 +1,408 @@
+"""Hijax: user-defined ("high-level") types and primitives (``jax.experimental.hijax``).
+
+A *hi type* is a user value type pyjax does not know natively (a ``Box``, flax.nnx's
+hijax ``Variable``); its abstract value subclasses ``HiType`` (immutable) or
+``MutableHiType`` (mutable, its *quasi-dynamic data* -- QDD -- describing the current
+contents), and ``register_hitype(cls, typeof_fn)`` makes ``jax.typeof`` / ``core.get_aval``
+answer it.  A ``HiPrimitive`` is a primitive over such values: ``abstract_eval`` gives its
+output types (an ``AvalQDD`` pairs a mutable type with its QDD), ``to_lojax`` implements it
+in terms of ordinary (lo) values, ``jvp`` / ``transpose`` differentiate it.
+
+How pyjax runs them: binding a ``HiPrimitive`` with no transformation current runs
+``to_lojax`` at once (JAX's eager path); under ``jvp`` / ``grad`` the primitive's ``jvp``
+rule runs (registered in pyjax's rule tables like any primitive's); under ``vmap`` the
+rule table of ``batching`` is consulted as for any primitive.  Attributes declared on a
+hi type with ``aval_method`` / ``aval_property`` are reachable from its tracers.
+
+Differs from JAX: pyjax's staging interpreters (``jit``, ``make_jaxpr``, control-flow
+bodies) do not carry hi types in jaxprs, so binding a ``HiPrimitive`` (or creating a
+``Box``) while a function is being staged raises ``TypeError`` saying so; create and use
+hi values outside ``jit`` and pass their lo contents in.  ``VJPHiPrimitive`` (JAX's newer
+API) is not provided.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pyjax._src import core
+from pyjax._src import effects
+from pyjax._src import extend_core
+from pyjax._src import tree_util
+from pyjax._src.avals import ShapedArray  # noqa: F401  (re-exported)
+from pyjax._src.core import aval_method, aval_property  # noqa: F401  (re-exported)
+from pyjax._src.interpreters import ad
+from pyjax._src.interpreters.ad import (  # noqa: F401  (re-exported)
+    Zero, instantiate_zeros, is_undefined_primal)
+
+AbstractValue = extend_core.AbstractValue
+control_flow_allowed_effects = effects.control_flow_allowed_effects
+
+
+# --- quasi-dynamic data -----------------------------------------------------------------
+class QuasiDynamicData:
+  """Base of the data describing a mutable hi value's current contents (its QDD)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AvalQDD:
+  """A mutable hi type together with its (immutable) QDD: what a ``HiPrimitive``'s
+  ``abstract_eval`` returns for a newly created mutable value."""
+  aval: Any
+  qdd: Any
+  is_high = True
+  has_qdd = True
+
+  @property
+  def is_writer(self):
+    return self.aval.is_writer
+
+  def lo_ty(self):
+    return self.aval.lo_ty_qdd(self.qdd)
+
+  def read_loval(self, val):
+    return self.aval.read_loval(self.qdd, val)
+
+  def new_from_loval(self, *lovals):
+    return self.aval.new_from_loval(self.qdd, *lovals)
+
+
+class MutableQuasiDynamicData:
+  """A QDD cell that ``abstract_eval`` rules of mutating primitives ``update``."""
+  __slots__ = ("qdd",)
+
+  def __init__(self, qdd):
+    self.qdd = qdd
+
+  def update(self, qdd):
+    """Replace the current QDD."""
+    self.qdd = qdd
+
+
+@dataclasses.dataclass(frozen=True)
+class AvalMutableQDD:
+  """A mutable hi type and the cell holding its current QDD (an ``abstract_eval``
+  argument of primitives that mutate hi values)."""
+  aval: Any
+  mutable_qdd: MutableQuasiDynamicData
+
+
+def cur_qdd(x):
+  """The current QDD of the mutable hi value ``x`` (a value or a tracer of one)."""
+  while isinstance(x, core.Tracer):
+    inner = getattr(x, "primal", None)   # JVP tracers: the primal's QDD
+    if inner is None:
+      inner = getattr(x, "val", None)    # batching tracers: the batched value's
+    if inner is None:
+      raise TypeError(f"cur_qdd: cannot read the QDD of {type(x).__name__} (pyjax "
+                      "does not stage hi types)")
+    x = inner
+  return x.cur_qdd()
+
+
+# --- hi types ---------------------------------------------------------------------------
+class HiType(AbstractValue):
+  """Base of immutable hi types: subclasses define equality/hash, ``lo_ty`` (their lo
+  types), ``lower_val`` / ``raise_val`` (to and from lo values) and ``to_tangent_aval``."""
+  is_high = True
+  has_qdd = False
+
+  def __hash__(self):
+    raise NotImplementedError(f"{type(self).__name__} must define __hash__")
+
+  def __eq__(self, other):
+    raise NotImplementedError(f"{type(self).__name__} must define __eq__")
+
+  def lo_ty(self):
+    raise NotImplementedError(f"{type(self).__name__} must define lo_ty")
+
+  def lower_val(self, hi_val):
+    raise NotImplementedError(f"{type(self).__name__} must define lower_val")
+
+  def raise_val(self, *lo_vals):
+    raise NotImplementedError(f"{type(self).__name__} must define raise_val")
+
+  def to_tangent_aval(self):
+    raise NotImplementedError(f"{type(self).__name__} must define to_tangent_aval")
+
+  def to_ct_aval(self):
+    return self.to_tangent_aval()
+
+  def str_short(self, short_dtypes=False, **_):
+    return type(self).__name__
+
+
+class MutableHiType(AbstractValue):
+  """Base of mutable hi types (their contents, hence their lo types, are described by a
+  QDD): subclasses define ``lo_ty_qdd``, ``new_from_loval``, ``read_loval``,
+  ``update_from_loval`` and ``to_tangent_aval``."""
+  is_high = True
+  has_qdd = True
+  is_writer = False
+  type_state = aval_method(cur_qdd)
+
+  def __hash__(self):
+    raise NotImplementedError(f"{type(self).__name__} must define __hash__")
+
+  def __eq__(self, other):
+    raise NotImplementedError(f"{type(self).__name__} must define __eq__")
+
+  def lo_ty_qdd(self, state, /):
+    raise NotImplementedError(f"{type(self).__name__} must define lo_ty_qdd")
+
+  def lo_ty(self):
+    raise TypeError("mutable hi types give their lo types with lo_ty_qdd")
+
+  def new_from_loval(self, state, /, *vals):
+    raise NotImplementedError(f"{type(self).__name__} must define new_from_loval")
+
+  def read_loval(self, state, val, /):
+    raise NotImplementedError(f"{type(self).__name__} must define read_loval")
+
+  def update_from_loval(self, state, val, /, *lo_vals):
+    raise NotImplementedError(f"{type(self).__name__} must define update_from_loval")
+
+  def to_tangent_aval(self):
+    raise NotImplementedError(f"{type(self).__name__} must define to_tangent_aval")
+
+  def to_ct_aval(self):
+    return self.to_tangent_aval()
+
+  def str_short(self, short_dtypes=False, **_):
+    return type(self).__name__
+
+
+def register_hitype(val_cls, typeof_fn):
+  """Make ``jax.typeof(v)`` (and pyjax's ``core.get_aval``) return ``typeof_fn(v)`` for
+  values of the class ``val_cls``."""
+  core.pytype_aval_mappings[val_cls] = typeof_fn
+
+
+# --- hi primitives ----------------------------------------------------------------------
+def _staging_error(prim):
+  return TypeError(
+      f"hijax primitive '{prim.name}' was bound while a function is being staged (jit, "
+      "make_jaxpr or a control-flow body): pyjax does not carry hijax types in jaxprs. "
+      "Use hijax values outside jit and pass their contents in.")
+
+
+class HiPrimitive(core.Primitive):
+  """A primitive over hi values.  Subclasses define ``abstract_eval`` (returning
+  ``(out_aval(s), effects)``), ``to_lojax`` (the implementation on lo values) and, to be
+  differentiable, ``jvp(primals, tangents, **params)`` and ``transpose``."""
+
+  def __init__(self, name):
+    super().__init__(name)
+    ad.primitive_jvps[self] = self.jvp
+    ad.primitive_transposes[self] = self.transpose
+    self.effectful = True
+    self._effectful_abstract_eval = lambda *avals, **params: self.abstract_eval(*avals, **params)
+
+  def is_high(self, *avals, **params):
+    return True
+
+  def is_effectful(self, params):
+    return False
+
+  def bind(self, *args, **params):
+    interp = core.current_interpreter()
+    if interp is core.eval_interpreter:
+      return self.to_lojax(*args, **params)
+    if isinstance(interp, core.StagingInterpreter):
+      raise _staging_error(self)
+    return interp.process_primitive(self, args, params)
+
+  def abstract_eval(self, *arg_avals, **params):
+    raise NotImplementedError(f"{type(self).__name__} must define abstract_eval")
+
+  def to_lojax(self, *args, **params):
+    raise NotImplementedError(f"{type(self).__name__} must define to_lojax")
+
+  def jvp(self, primals, tangents, **params):
+    raise NotImplementedError(f"Differentiation rule for '{self.name}' not implemented")
+
+  def transpose(self, *args, **params):
+    raise NotImplementedError(f"Transpose rule for '{self.name}' not implemented")
+
+
+# --- Box: a mutable cell holding a pytree -----------------------------------------------
+def new_box():
+  """A new, empty ``Box``."""
+  (), treedef = tree_util.tree_flatten(None)
+  return new_box_p.bind(treedef=treedef)
+
+
+def box_get(box):
+  """The pytree held by ``box``."""
+  tys = cur_qdd(box)
+  leaves = box_get_p.bind(box, avals=tuple(tys.leaf_avals))
+  return tree_util.tree_unflatten(tys.treedef, leaves)
+
+
+def box_set(box, val):
+  """Make ``box`` hold the pytree ``val``."""
+  leaves, treedef = tree_util.tree_flatten(val)
+  box_set_p.bind(box, *leaves, treedef=treedef)
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxTypeState(QuasiDynamicData):
+  """A box's QDD: the avals of the leaves it holds and their tree structure."""
+  leaf_avals: tuple
+  treedef: Any
+
+  def to_tangent_qdd(self):
+    return BoxTypeState(tuple(a.to_tangent_aval() for a in self.leaf_avals), self.treedef)
+
+  def normalize(self):
+    return BoxTypeState(tuple(a.normalize() for a in self.leaf_avals), self.treedef)
+
+
+class BoxTy(MutableHiType):
+  """The type of every ``Box``."""
+  get = aval_method(box_get)
+  set = aval_method(box_set)
+
+  def __hash__(self):
+    return hash(BoxTy)
+
+  def __eq__(self, other):
+    return isinstance(other, BoxTy)
+
+  def str_short(self, short_dtypes=False, **_):
+    return "BoxTy"
+
+  def lo_ty_qdd(self, box_state):
+    return list(box_state.leaf_avals)
+
+  def new_from_loval(self, box_state, *lo_vals):
+    return Box._new(tree_util.tree_unflatten(box_state.treedef, lo_vals))
+
+  def read_loval(self, box_state, box):
+    leaves, treedef = tree_util.tree_flatten(box_get(box))
+    if treedef != box_state.treedef:
+      raise TypeError(f"box holds {treedef}, its type state says {box_state.treedef}")
+    return leaves
+
+  def update_from_loval(self, box_state, box, *lo_vals):
+    box_set(box, tree_util.tree_unflatten(box_state.treedef, lo_vals))
+
+  def to_tangent_aval(self):
+    return BoxTy()
+
+
+class _BoxMeta(type):
+  def __instancecheck__(cls, instance):
+    return (super().__instancecheck__(instance) or
+            isinstance(instance, core.Tracer) and isinstance(_typeof(instance), BoxTy))
+
+
+def _typeof(x):
+  try:
+    return core.get_aval(x)
+  except Exception:
+    return None
+
+
+class Box(metaclass=_BoxMeta):
+  """A mutable cell holding a pytree of arrays: ``Box(v)``, ``box.get()``,
+  ``box.set(v)``.  Differentiable under ``jvp`` when its tangent is a Box too."""
+  __slots__ = ("_val",)
+
+  def __new__(cls, init_val=None):
+    box = new_box()
+    box.set(init_val)
+    return box
+
+  @classmethod
+  def _new(cls, init_val):
+    new = object.__new__(cls)
+    new._val = init_val
+    return new
+
+  def get(self):
+    return box_get(self)
+
+  def set(self, val):
+    box_set(self, val)
+
+  def cur_qdd(self):
+    return self.type_state()
+
+  @property
+  def ty(self):
+    return BoxTy()
+
+  def type_state(self):
+    leaves, treedef = tree_util.tree_flatten(self._val)
+    return BoxTypeState(tuple(core.get_aval(x) for x in leaves), treedef)
+
+  def __repr__(self):
+    return f"Box({self._val!r})"
+
+
+register_hitype(Box, lambda b: b.ty)
+
+
+class BoxEffect(core.Effect):
+  """The effect of reading or writing a Box."""
+
+
+box_effect = BoxEffect()
+effects.control_flow_allowed_effects.add_type(BoxEffect)
+effects.custom_derivatives_allowed_effects.add_type(BoxEffect)
+
+
+class NewBox(HiPrimitive):
+  def abstract_eval(self, *, treedef):
+    leaves, treedef = tree_util.tree_flatten(None)
+    return AvalQDD(BoxTy(), BoxTypeState(tuple(leaves), treedef)), {box_effect}
+
+  def to_lojax(self, *, treedef):
+    return Box._new(None)
+
+
+new_box_p = NewBox("new_box")
+
+
+class BoxSet(HiPrimitive):
+  multiple_results = True
+
+  def abstract_eval(self, box_ty, *leaf_avals, treedef):
+    box_ty.mutable_qdd.update(BoxTypeState(leaf_avals, treedef))
+    return [], {box_effect}
+
+  def to_lojax(self, box, *leaves, treedef):
+    box._val = tree_util.tree_unflatten(treedef, leaves)
+    return []
+
+  def jvp(self, primals, tangents, *, treedef):
+    box, *vals = primals
+    box_dot, *val_dots = tangents
+    if type(box_dot) is Zero:
+      raise Exception("can't differentiate Box.set operation, "
+                      "did you forget jax.lax.stop_gradient?")
+    box_set_p.bind(box, *vals, treedef=treedef)
+    box_set_p.bind(box_dot, *map(instantiate_zeros, val_dots), treedef=treedef)
+    return [], []
+
+
+box_set_p = BoxSet("box_set")
+
+
+class BoxGet(HiPrimitive):
+  multiple_results = True
+
+  def abstract_eval(self, box_ty, *, avals):
+    return list(avals), {box_effect}
+
+  def to_lojax(self, box, *, avals):
+    return tree_util.tree_leaves(box._val)
+
+  def jvp(self, primals, tangents, *, avals):
+    (box,), (box_dot,) = primals, tangents
+    return (box_get_p.bind(box, avals=avals),
+            box_get_p.bind(box_dot, avals=tuple(a.to_tangent_aval() for a in avals)))
+
+
+box_get_p = BoxGet("box_get")
