@@ -56,5 +56,10 @@ from pyjax._src.environment import live_arrays, clear_caches, print_environment_
 from pyjax._src.state.types import Ref  # noqa: F401
 from pyjax._src.state.primitives import new_ref, empty_ref, free_ref, freeze  # noqa: F401
 from pyjax import ref  # noqa: F401
+from pyjax._src.array_construction import (  # noqa: F401
+    make_array_from_callback, make_array_from_single_device_arrays,
+    make_array_from_process_local_data)
+from pyjax._src.runtime.array import Shard  # noqa: F401
+from pyjax import distributed  # noqa: F401
 
 __version__ = "0.1.0"

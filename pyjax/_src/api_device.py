@@ -13,6 +13,7 @@ from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+from pyjax._src import layout as _layout
 
 
 def _resolve_device(device):
@@ -22,6 +23,8 @@ def _resolve_device(device):
     return device
   if isinstance(device, SingleDeviceSharding):
     return device._device
+  if isinstance(device, _layout.Format):   # placed by its sharding (layouts are row-major)
+    return _resolve_device(device.sharding)
   ds = getattr(device, "device_set", None)
   if ds is not None and len(ds) == 1:
     return next(iter(ds))

@@ -59,6 +59,16 @@ class Sharding(abc.ABC):
     return len(self.device_set)
 
   @property
+  def _device_assignment(self):
+    """The sharding's devices in order (by id unless a subclass orders them)."""
+    return sorted(self.device_set, key=lambda d: d.id)
+
+  @property
+  def _addressable_device_assignment(self):
+    """The devices of ``_device_assignment`` this process addresses (all of them)."""
+    return [d for d in self._device_assignment if d in self.addressable_devices]
+
+  @property
   def memory_kind(self):
     return "device"
 

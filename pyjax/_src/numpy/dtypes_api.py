@@ -76,13 +76,10 @@ floating, complexfloating, character, flexible = np.floating, np.complexfloating
 object_ = np.object_
 
 
-def dtype(obj, align=False, copy=False):
-  """jnp.dtype: like np.dtype, understanding pyjax scalar types and Python types
-  (``int`` -> the default integer dtype, as in JAX)."""
-  if isinstance(obj, _ScalarMeta):
-    return obj.dtype
-  return dtypes.dtype(obj) if not isinstance(obj, type) or obj in (int, float, complex) \
-      else dtypes.to_numpy_dtype(obj)
+# As in JAX, ``jnp.dtype`` *is* NumPy's dtype class (so ``jnp.dtype | np.dtype`` and
+# ``isinstance(d, jnp.dtype)`` work); pyjax's scalar types carry a ``dtype`` attribute,
+# which ``np.dtype`` understands (``jnp.dtype(jnp.bfloat16)`` is bfloat16).
+dtype = np.dtype
 
 
 def promote_types(a, b):

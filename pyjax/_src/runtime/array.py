@@ -67,6 +67,10 @@ class SingleDeviceSharding:
   def _device_assignment(self):
     return [self._device]
 
+  @property
+  def _addressable_device_assignment(self):
+    return [self._device]
+
   def with_memory_kind(self, kind):
     return SingleDeviceSharding(self._device, memory_kind=kind)
 

@@ -19,8 +19,14 @@ class Device:
   """One device of a backend.  Only equal to itself; hashable; ``repr`` like JAX."""
   platform = "cpu"
   device_kind = "cpu"
-  client = None
   _stream = None
+
+  @property
+  def client(self):
+    """The backend client owning this device (``xla_bridge.Client``: ``platform``,
+    ``runtime_type``, ``devices()``, ...)."""
+    from pyjax._src import xla_bridge
+    return xla_bridge._client(self._backend)
 
   def __init__(self, id, backend, process_index=0):
     self.id = id
@@ -36,7 +42,21 @@ class Device:
     return f"{self.platform}:{self.id}"
 
   def memory(self, kind=None):
-    return "device"
+    """The memory space of ``kind`` this device addresses (None: its default memory).
+    pyjax models one memory per device, of kind ``"device"``."""
+    m = self.default_memory()
+    if kind is not None and kind != m.kind:
+      raise ValueError(f"INVALID_ARGUMENT: Could not find memory addressable by device "
+                       f"{self.platform}. Device {self.platform} can address the following "
+                       f"memory kinds: device. Got memory kind: {kind}")
+    return m
+
+  def default_memory(self):
+    """The device's default memory space (a ``Memory`` of kind ``"device"``)."""
+    m = self.__dict__.get("_memory")
+    if m is None:
+      m = self.__dict__["_memory"] = Memory(self, "device")
+    return m
 
   @property
   def stream(self):
@@ -51,10 +71,39 @@ class Device:
     return s
 
   def addressable_memories(self):
-    return ["device"]
+    """The memory spaces this device can address (one: its device memory)."""
+    return [self.default_memory()]
 
   def __reduce__(self):
     return (_device_by_platform_and_id, (self.platform, self.id))
+
+
+class Memory:
+  """A memory space (JAX's ``Memory``): its ``kind``, platform, process and the devices
+  that address it."""
+  __slots__ = ("_device", "kind")
+
+  def __init__(self, device, kind):
+    self._device = device
+    self.kind = kind
+
+  @property
+  def platform(self):
+    return self._device.platform
+
+  @property
+  def process_index(self):
+    return self._device.process_index
+
+  def addressable_by_devices(self):
+    return [self._device]
+
+  def __str__(self):
+    return f"{self.platform.upper()}_DEVICE_{self._device.id}"
+
+  def __repr__(self):
+    return (f"{self.platform.capitalize()}DeviceMemory(id={self._device.id}, "
+            f"process_index={self.process_index}, client={self.platform})")
 
 
 class CpuDevice(Device):

@@ -1,0 +1,1 @@
+"""``jax.experimental.array_serialization``: array checkpoints with TensorStore."""
