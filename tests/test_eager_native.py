@@ -349,7 +349,7 @@ def test_public_api_large_ops_match_numpy_tier():
   import pyjax
   prev = executable.set_compile_mode("sync")
   try:
-    x = data(F32, 200_003, 21)
+    x = data(F32, 300_007, 21)
     X = np.random.default_rng(3).standard_normal((10000, 10)).astype(np.float32)
 
     def progs(xa, Xa):

@@ -49,7 +49,7 @@ def _env_int(name, default):
 
 ENABLED = os.environ.get("PYJAX_EAGER_NATIVE", "1").strip().lower() not in (
     "0", "off", "false", "no")
-MIN_ELEMENTS = _env_int("PYJAX_EAGER_NATIVE_MIN", 1 << 16)
+MIN_ELEMENTS = _env_int("PYJAX_EAGER_NATIVE_MIN", 1 << 18)
 THREAD_MIN_ELEMENTS = _env_int("PYJAX_EAGER_THREADS_MIN", 1 << 18)   # NumPy on threads
 GRAIN = 1 << 14            # elements per chunk of the thread pool, at least
 MIN_ROW = 64               # shorter inner rows (of several): no C kernel (per-row overhead)
