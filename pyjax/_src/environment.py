@@ -22,10 +22,16 @@ def live_arrays(platform=None):
   if platform is not None:
     devices.get_backend(platform)   # an unknown platform raises as in JAX
   out = []
+  default = None
   for o in gc.get_objects():
     if type(o) is ArrayImpl and not o.is_deleted():
-      if platform is None or o._device.platform == platform:
-        out.append(o)
+      if platform is not None:
+        dev = o._device
+        if dev is None:   # (uncommitted arrays made without a device: the default one)
+          dev = default = default or devices.default_device()
+        if dev.platform != platform:
+          continue
+      out.append(o)
   return out
 
 
