@@ -432,10 +432,11 @@ def _publish(d, key, so, meta, source, toolchain):
       private = os.path.join(private_dir(), f"{key}.so")
       shutil.move(tmp_final, private)
       return _load(private)
-    _replace(tmp_final, so)
     with open(tmp_meta, "w") as f:
       json.dump({"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": size}, f)
-    _replace(tmp_meta, meta)
+    with _DirLock(d, exclusive=False):
+      _replace(tmp_final, so)
+      _replace(tmp_meta, meta)
   finally:
     for p in (tmp_final, tmp_meta):
       try:
@@ -487,26 +488,47 @@ def _entries(d):
   return out, stale
 
 
+class _DirLock:
+  """An advisory lock on ``<d>/.evict.lock`` (a no-op where ``fcntl`` or the file is not
+  available): publishers hold it shared while they rename an entry's two files into
+  place, an evictor exclusively, so eviction never splits an entry being published."""
+
+  def __init__(self, d, exclusive):
+    self.path = os.path.join(d, ".evict.lock")
+    self.exclusive = exclusive
+    self.fd = None
+
+  def __enter__(self):
+    try:
+      import fcntl
+      self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+      fcntl.flock(self.fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
+    except (ImportError, OSError):
+      if self.fd is not None:
+        os.close(self.fd)
+        self.fd = None
+    return self
+
+  def __exit__(self, *exc):
+    if self.fd is not None:
+      os.close(self.fd)   # (releases the lock)
+      self.fd = None
+
+
 def evict(d, max_size=None):
   """Delete the least recently used entries of ``d`` until it holds at most ``max_size``
   bytes (default: ``jax_compilation_cache_max_size``; -1: no limit).  Safe to run in
-  several processes at once (one evicts; the others skip)."""
+  several processes at once (evictors take turns; publishers wait for the evictor)."""
   if max_size is None:
     max_size = _max_size()
   if max_size is None or max_size < 0:
     return
+  with _DirLock(d, exclusive=True):
+    _evict_locked(d, max_size)
+
+
+def _evict_locked(d, max_size):
   try:
-    import fcntl
-  except ImportError:   # not POSIX: evict without the lock
-    fcntl = None
-  lock_fd = None
-  try:
-    if fcntl is not None:
-      lock_fd = os.open(os.path.join(d, ".evict.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-      try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-      except OSError:
-        return   # another process is evicting
     entries, stale = _entries(d)
     for p in stale:
       _remove(p)
@@ -519,9 +541,6 @@ def evict(d, max_size=None):
       total -= n
   except OSError:
     pass
-  finally:
-    if lock_fd is not None:
-      os.close(lock_fd)
 
 
 def _remove(p):
