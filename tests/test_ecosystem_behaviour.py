@@ -372,3 +372,20 @@ def test_aval_sharding_outside_a_mesh():
   x = random.normal(random.key(0), (2, 3), out_sharding=got)
   np.testing.assert_array_equal(x, jax.random.normal(jax.random.key(0), (2, 3),
                                                      out_sharding=want))
+
+
+def test_stack_and_concatenate_key_arrays():
+  jax = _jax()
+  results = []
+  for lib in (jax, pyjax):
+    k = lib.random.split(lib.random.key(0), 3)
+    s = lib.numpy.stack([k, k])
+    c = lib.numpy.concatenate([k[None], k[None]], axis=1)
+    j = lib.jit(lambda a, b: lib.numpy.stack([a, b], axis=-1))(k, k)
+    assert str(s.dtype) == str(c.dtype) == str(j.dtype) == "key<fry>"
+    results.append([np.asarray(lib.random.key_data(x)) for x in (s, c, j)]
+                   + [s.shape, c.shape, j.shape])
+    with pytest.raises(ValueError, match="is not a valid dtype for JAX type promotion"):
+      lib.numpy.stack([k, lib.numpy.ones(3)])
+  for a, b in zip(*results):
+    np.testing.assert_array_equal(a, b)

@@ -269,15 +269,33 @@ def _concatenate_array(arr, axis, dtype):
   return lax.reshape(arr, new, dims)
 
 
+def _key_arrays(name, arrays):
+  """The typed PRNG key arrays among ``arrays`` if any is one (then all must be, of one
+  key dtype), else None."""
+  ks = [getattr(getattr(a, "dtype", None), "_pyjax_extended", False) for a in arrays]
+  if not any(ks):
+    return None
+  if not all(ks) or any(a.dtype != arrays[0].dtype for a in arrays):
+    key_dt = next(a.dtype for a, k in zip(arrays, ks) if k)
+    raise ValueError(f"dtype={key_dt} is not a valid dtype for JAX type promotion.")
+  return arrays
+
+
 def concatenate(arrays, axis=0, dtype=None):
   """Join arrays along an existing axis (``axis=None`` flattens first), promoting dtypes
-  like JAX."""
+  like JAX.  Typed PRNG key arrays (all of one key dtype) concatenate as in JAX."""
   if isinstance(arrays, (np.ndarray, Array)):
     return _concatenate_array(arrays, axis, dtype)
   arrays = tuple(arrays)
   check_arraylike("concatenate", *arrays)
   if not arrays:
     raise ValueError("Need at least one array to concatenate.")
+  if _key_arrays("concatenate", arrays) is not None:
+    if arrays[0].ndim == 0:
+      raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    ax = _canon_axis(0 if axis is None else axis, arrays[0].ndim)
+    bases = [a.ravel()._base_array if axis is None else a._base_array for a in arrays]
+    return arrays[0]._wrap(lax.concatenate(bases, ax))
   arrays = [_asarray(a) for a in arrays]
   if axis is None:
     return concatenate([ravel(a) for a in arrays], 0, dtype)
@@ -325,6 +343,12 @@ def stack(arrays, axis=0, out=None, dtype=None):
     return concatenate(expand_dims(arrays, axis + 1), axis=axis, dtype=dtype)
   arrays = tuple(arrays)
   check_arraylike("stack", *arrays)
+  if _key_arrays("stack", arrays) is not None:
+    shape0 = arrays[0].shape
+    if any(a.shape != shape0 for a in arrays):
+      raise ValueError("All input arrays must have the same shape.")
+    ax = _canon_axis(axis, len(shape0) + 1)
+    return arrays[0]._wrap(_stack([a._base_array for a in arrays], ax))
   if dtype is not None:
     arrays = [_asarray(a, dtype=dtype) for a in arrays]
   else:
