@@ -830,3 +830,23 @@ def test_sum_over_size_one_axes_keeps_negative_zero(compile_mode, dtype):
   for out in outs:
     signs = [bool(np.signbit(np.asarray(o, np.float32)).all()) for o in out]
     assert signs == [True, True, False, True]
+
+
+@pytest.mark.parametrize("compile_mode", ["off", "sync"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16", np.complex64])
+def test_cumsum_of_negative_zeros_is_positive_zero(compile_mode, dtype):
+  """XLA's cumulative sum folds from +0, so running sums of -0 are +0 (NumPy's cumsum
+  keeps -0); eager and both jit tiers, both directions. Found by the differential fuzzer."""
+  from pyjax._src.backends.cpu import executable
+  dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+  x = np.full((2, 3, 70), -0.0, dt)    # inner blocks and single rows both
+  x[1, 1, 1] = 1
+
+  def f(x):
+    return [lax.cumsum(x, axis=a, reverse=r) for a in range(3) for r in (False, True)]
+  with executable.compile_mode_override(compile_mode):
+    for out in (f(x), pyjax.jit(f)(x)):
+      for o in out:
+        o = np.asarray(o).astype(np.complex128).real
+        assert not np.signbit(o).any()
+        assert np.count_nonzero(o) > 0

@@ -303,7 +303,12 @@ def _cumulative(fn):
 
 def _cumsum(x, axis):
   xu = _up(x)
-  return np.cumsum(xu, axis=axis, dtype=xu.dtype)
+  out = np.cumsum(xu, axis=axis, dtype=xu.dtype)
+  if out.dtype.kind in "fc":
+    # XLA's scan folds from the init +0, so a running sum of -0s is +0; adding +0 turns
+    # exactly those -0s into +0 and changes nothing else
+    out += out.dtype.type(0)
+  return out
 
 
 def _cumprod(x, axis):

@@ -476,6 +476,10 @@ def _cum_source(node, name):
   L.append("  void *const *P = (void *const *)ctx;")
   L.append(f"  const {st} *restrict X = (const {st} *)P[0];")
   L.append(f"  {st} *Y = ({st} *)P[1];")
+  # XLA's scan folds a float sum from the init +0: the first element enters as 0 + x, so a
+  # -0 becomes +0 (the eager rule does the same)
+  first = (lambda v: f"(({ct})0 + {v})") if (node.prim == "cumsum" and ct in (
+      "float", "double")) else (lambda v: v)
   kfirst = f"{n - 1}" if rev else "0"
   knext = "k - 1" if rev else "k + 1"
   if inner == 1:
@@ -484,7 +488,7 @@ def _cum_source(node, name):
     L.append(f"    const {st} *x = X + it * {n};")
     L.append(f"    {st} *y = Y + it * {n};")
     L.append(f"    int64_t k = {kfirst};")
-    L.append(f"    {ct} acc = {load('x[k]')};")
+    L.append(f"    {ct} acc = {first(load('x[k]'))};")
     L.append(f"    y[k] = {store('acc')};")
     L.append(f"    for (int64_t s = 1; s < {n}; s++) {{")
     L.append(f"      k = {knext};")
@@ -503,7 +507,7 @@ def _cum_source(node, name):
     L.append(f"    const {st} *restrict x = X + o * {n * inner} + j0;")
     L.append(f"    {st} *y = Y + o * {n * inner} + j0;")
     L.append(f"    int64_t k = {kfirst};")
-    L.append(f"    for (int64_t j = 0; j < jn; j++) {{ acc[j] = {load(f'x[k * {inner} + j]')}; "
+    L.append(f"    for (int64_t j = 0; j < jn; j++) {{ acc[j] = {first(load(f'x[k * {inner} + j]'))}; "
              f"y[k * {inner} + j] = {store('acc[j]')}; }}")
     L.append(f"    for (int64_t s = 1; s < {n}; s++) {{")
     L.append(f"      k = {knext};")
