@@ -452,10 +452,10 @@ EXPLAINED = [
      or (name in _ACCUMULATING and any(_near_subnormal(a) for a in ins)),
      "subnormals: XLA:CPU flushes subnormal inputs, intermediates and results to zero "
      "(FTZ/DAZ); pyjax keeps IEEE subnormals"),
-    (lambda name, ins, out, p: name in _ELEMENTWISE and any(
+    (lambda name, ins, out, p: (name in _ELEMENTWISE or name in _ACCUMULATING) and any(
         _kind(a.dtype) == "c" and not np.all(np.isfinite(a)) for a in ins),
      "non-finite complex arguments: pyjax follows NumPy/C99 Annex G, XLA's complex "
-     "expansions differ"),
+     "expansions (and the products and sums built on them) differ"),
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),
