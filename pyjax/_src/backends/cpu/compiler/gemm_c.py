@@ -7,16 +7,17 @@ The kernel computes ``C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]`` for operands 
 a base pointer and three element strides each (so eager transposed or strided views
 need no copy) into a C-contiguous ``(nb, m, n)`` result:
 
-- cache blocking as in GotoBLAS/BLIS: an output block of ``mc x nc`` per work item, the
-  contraction cut into ``kc`` slices; a ``kc x nc`` slice of ``B`` is packed into panels
-  of ``NR`` columns and a ``mc x kc`` slice of ``A`` into panels of ``MR`` rows, both
-  converted to the accumulator type (zero-padded at the edges, so the micro-kernel always
-  runs a full tile and nothing is read out of bounds);
+- cache blocking as in GotoBLAS/BLIS: the contraction is cut into ``kc`` (256) slices;
+  a ``kc x nc`` slice of ``B`` is packed into panels of ``NR`` columns and a ``mc x kc``
+  slice of ``A`` into panels of ``MR`` rows, both converted to the accumulator type and
+  zero-padded at the edges, so the micro-kernel always runs a full tile and nothing is
+  read out of bounds; scratch memory is bounded (a few hundred KB per thread);
 - a register-blocked ``MR x NR`` micro-kernel written with GCC vector types (``NR`` is
-  two vectors of the widest the target has), which the compiler turns into broadcast,
-  multiply and add instructions over accumulators kept in registers;
-- only the valid part of each tile is stored; work items (batch element, block row,
-  block column) run on pyjax's thread pool (``runtime.py``).
+  two vectors of the widest the target has: 6 x 32 int32 with AVX-512), which the
+  compiler turns into broadcast, multiply and add instructions over 12 accumulators kept
+  in registers (no intrinsics: the same C builds for AVX2 or SSE);
+- only the valid part of each tile is stored; work items (batch element, block column,
+  group of block rows) run on pyjax's thread pool (``runtime.py``).
 
 Semantics (XLA's):
 
@@ -26,13 +27,17 @@ Semantics (XLA's):
   int32`` (``preferred_element_type``) accumulates in 32 bits and ``int8 x int8 -> int8``
   wraps to 8 bits; the order of the sums does not matter (exact);
 - bool x bool -> bool is ``any(a & b)``;
-- float16/bfloat16 are widened to float32 and each output element is accumulated in
-  float32 in one fixed order, then rounded to the output type (nearest even).  float16
-  sums run in order ``k = 0, 1, 2, ...``; bfloat16 sums take the elements in pairs, the
-  odd one first (``k = 1, 0, 3, 2, ...``), as the AVX512-BF16 dot-product instruction
-  XLA's CPU backend uses does.  The contraction is not cut into slices for these types,
-  so the order is the same for every shape, block size and thread count, and the eager
-  and compiled tiers give identical bits.
+- float16/bfloat16 are widened to float32 (float16 operands in one vectorized pass
+  before the product, as XLA converts them) and each output element is accumulated in
+  float32 in one fixed order, then rounded once to the output type (nearest even).
+  float16 sums run in order ``k = 0, 1, 2, ...``; bfloat16 sums take the elements in
+  pairs, the odd one first (``k = 1, 0, 3, 2, ...``), as the AVX512-BF16 dot-product
+  instruction XLA's CPU backend uses does (denormals aside: that instruction flushes
+  them).  Between contraction slices the micro-kernel resumes from the float32 partial
+  sums, so the order is the same for every shape, block size and thread count, and the
+  eager and compiled tiers give identical bits.  XLA's own float32 GEMM regroups long
+  contractions and thin products, so float16 results differ from JAX's in the last bit
+  for some elements of such products (bit-identical on the shapes the tests list).
 """
 from __future__ import annotations
 
