@@ -389,7 +389,8 @@ def test_dropped_programs_are_unloaded(tmp_path, monkeypatch, n):
   with executable.compile_mode_override("sync"):
     for k in range(n):
       f = pyjax.jit(lambda x, k=k: jnp.sin(x) * (k + 1.25) + k)
-      np.testing.assert_allclose(np.asarray(f(x)), np.sin(x) * (k + 1.25) + k, rtol=1e-5)
+      np.testing.assert_allclose(np.asarray(f(x)), np.sin(x) * (k + 1.25) + k, rtol=1e-5,
+                                 atol=1e-4)
       del f
       if k % 4 == 3:
         gc.collect()
