@@ -10,6 +10,7 @@ from pyjax._src.core import Tracer, eval_jaxpr  # noqa: F401
 from pyjax._src.extend_core import (  # noqa: F401
     AbstractValue, Atom, ParamDict, Trace, Value, eval_context, max_dim, min_dim)
 
+from pyjax._src import core as _pyjax_core
 from pyjax._src import extend_core as _ec
 from pyjax._src.deprecations import deprecation_getattr as _deprecation_getattr
 
@@ -77,6 +78,8 @@ _deprecations = {
     "is_concrete": _deprecated("is_concrete", _ec.is_concrete),
     "is_constant_dim": _deprecated("is_constant_dim", _ec.is_constant_dim),
     "is_constant_shape": _deprecated("is_constant_shape", _ec.is_constant_shape),
+    "pytype_aval_mappings": _deprecated("pytype_aval_mappings",
+                                        _pyjax_core.pytype_aval_mappings),
 }
 
 __getattr__ = _deprecation_getattr(__name__, _deprecations)

@@ -66,6 +66,8 @@ class Primitive:
   arg_names = None         # names for error messages ("argument x of add")
   eqn_printer = None       # optional (eqn, name context) -> ordered (param, value) pairs
   effectful = False        # True when ``def_effectful_abstract_eval`` gave the rule
+  call_primitive = False   # JAX's flags: pyjax has no call/map primitives (jit_p carries
+  map_primitive = False    # its jaxpr in ``params["jaxpr"]``, as JAX's jit_p does)
 
   def __init__(self, name):
     self.name = name
@@ -201,9 +203,14 @@ def get_aval(x):
   raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
 
 
-# Python type -> function giving a value's aval, for types pyjax does not know natively
-# (JAX's ``core.pytype_aval_mappings``; filled by ``hijax.register_hitype``).
-pytype_aval_mappings = {}
+# Python type -> function giving a value's aval (JAX's ``core.pytype_aval_mappings``):
+# the types pyjax knows natively, and user types (``hijax.register_hitype``), which
+# ``get_aval`` consults after its fast paths.
+pytype_aval_mappings = {t: get_aval for t in (
+    np.ndarray, ArrayImpl, *dtypes.python_scalar_types,
+    *(np.dtype(n).type for n in ("bool", "int8", "int16", "int32", "int64", "uint8",
+                                 "uint16", "uint32", "uint64", "float16", "float32",
+                                 "float64", "complex64", "complex128")))}
 
 # Attributes of an aval that a tracer of it exposes (JAX's ``core.aval_property`` /
 # ``core.aval_method``): ``tracer.name`` is ``fget(tracer)`` / ``fun`` bound to the tracer.
