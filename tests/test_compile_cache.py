@@ -416,3 +416,19 @@ def test_program_in_use_stays_loaded(tmp_path, monkeypatch):
     cache.clear_memory()
     gc.collect()
     np.testing.assert_allclose(np.asarray(keep(x)), np.cos(x) * 7.5, rtol=1e-6)
+
+
+def test_private_dirs_of_killed_processes_are_removed(tmp_path, monkeypatch):
+  import tempfile
+  monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  orphan = tmp_path / f"pyjax-{dead.pid}-x1"
+  orphan.mkdir()
+  (orphan / "c-key.so").write_bytes(b"x")
+  alive = tmp_path / f"pyjax-{os.getpid()}-x2"
+  alive.mkdir()
+  other = tmp_path / "pyjax-probe-x3"
+  other.mkdir()
+  cache._remove_orphans()
+  assert not orphan.exists() and alive.exists() and other.exists()

@@ -302,11 +302,37 @@ def _remove_private(pid, d):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def _remove_orphans():
+  """Remove private directories left by processes of this user that died without running
+  their exit hooks (killed)."""
+  base = tempfile.gettempdir()
+  try:
+    names = os.listdir(base)
+  except OSError:
+    return
+  uid = os.getuid() if hasattr(os, "getuid") else None
+  for name in names:
+    parts = name.split("-")
+    if len(parts) < 3 or parts[0] != "pyjax" or not parts[1].isdigit():
+      continue
+    p = os.path.join(base, name)
+    try:
+      st = os.lstat(p)
+      if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
+        continue
+      os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+      shutil.rmtree(p, ignore_errors=True)
+    except (OSError, ValueError, OverflowError):
+      continue
+
+
 def private_dir():
   """This process's private directory for libraries that cannot go to the disk cache
   (created on first use, removed at exit; a forked child makes its own)."""
   pid = os.getpid()
   if _private["pid"] != pid or not os.path.isdir(_private["dir"] or ""):
+    _remove_orphans()
     d = tempfile.mkdtemp(prefix=f"pyjax-{pid}-")
     _private["pid"], _private["dir"] = pid, d
     atexit.register(_remove_private, pid, d)
