@@ -201,3 +201,17 @@ def test_against_jax(expr, jax):
   if expr in SKIP:
     pytest.skip(SKIP[expr])
   check_both(expr, ENV, jax, rtol=1e-5, atol=1e-6)
+
+
+def test_array_astype_method_matches_jnp_astype():
+  """``x.astype`` is ``jnp.astype``: complex to bool tests for nonzero (not the real
+  part, as lax's conversion does), None means the default float, copy/device honoured.
+  Found by the differential fuzzer."""
+  x = np.array([-2.5j, 0j, 1 + 0j, complex(0, np.nan)], np.complex64)
+  a = pjnp.asarray(x)
+  for out in (a.astype(bool), pyjax.jit(lambda a: a.astype(bool))(a)):
+    assert out.dtype == np.bool_ and out.tolist() == [True, False, True, True]
+  assert a.astype(None).dtype == np.float32 or pyjax.config.jax_enable_x64
+  b = pjnp.arange(3)
+  c = b.astype(np.int32, copy=True)
+  assert c is not b and c.tolist() == [0, 1, 2]

@@ -76,6 +76,8 @@ _methods = ["all", "any", "argmax", "argmin", "argpartition", "argsort", "choose
 
 
 def _astype(self, dtype, copy=False, device=None):
+  if copy or device is not None or dtype is None or dtypes.is_complex(self.dtype):
+    return _np_mod().astype(self, dtype, copy=copy, device=device)  # complex->bool is != 0
   from pyjax._src.lax import elementwise as lax
   d = dtypes.check_user_dtype(dtype, "astype")
   return lax._convert_element_type(self, d, False)
