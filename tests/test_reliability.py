@@ -221,7 +221,7 @@ def _promotion_outcome(m, a, b):
   return str(r.dtype), bool(r.weak_type)
 
 
-@pytest.mark.parametrize("mode", ["strict", "standard"])
+@pytest.mark.parametrize("mode", ["strict", pytest.param("standard", marks=pytest.mark.slow)])
 def test_promotion_matrix_matches_jax(mode):
   prev, jprev = pyjax.config.jax_numpy_dtype_promotion, jax.config.jax_numpy_dtype_promotion
   pyjax.config.update("jax_numpy_dtype_promotion", mode)
