@@ -176,8 +176,14 @@ def test_kernel_call_releases_the_gil():
   # the eager product runs on the stream's worker thread: the caller must keep running
   # (the kernel libraries are PyDLLs, whose functions would hold the GIL)
   import ctypes
+  import gc
   fn = gemm_c._entry(np.dtype(np.int32), np.dtype(np.int32), np.dtype(np.int32))
   assert not type(fn)._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+  # the pointer keeps its library loaded (the compile cache unloads unreferenced ones)
+  assert fn._pyjax_lib is not None
+  gc.collect()
+  a = np.arange(3 * 40 * 40, dtype=np.int32).reshape(3, 40, 40)
+  assert_same(gemm_c.eager_matmul(a, a, np.dtype(np.int32))[1], int_ref(a[1], a[1], np.int32))
 
 
 def test_kernel_unsupported_combinations():
