@@ -389,3 +389,16 @@ def test_stack_and_concatenate_key_arrays():
       lib.numpy.stack([k, lib.numpy.ones(3)])
   for a, b in zip(*results):
     np.testing.assert_array_equal(a, b)
+
+
+def test_xla_flags_host_device_count():
+  """chex.set_n_cpu_devices sets XLA_FLAGS before the backends start."""
+  import os
+  import subprocess
+  import sys
+  env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=3")
+  env.pop("JAX_NUM_CPU_DEVICES", None)
+  env.pop("PYJAX_NUM_CPU_DEVICES", None)
+  out = subprocess.run([sys.executable, "-c", "import pyjax; print(pyjax.device_count())"],
+                       capture_output=True, text=True, env=env, timeout=120)
+  assert out.stdout.strip() == "3", out.stderr[-2000:]

@@ -134,6 +134,15 @@ class _ThreadDefault(threading.local):
 _thread_default = _ThreadDefault()
 
 
+def _xla_flags_cpu_count():
+  """``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS`` (read when the backends
+  start, as by JAX's CPU client; ``jax_num_cpu_devices`` takes precedence), or None."""
+  import os
+  import re
+  m = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+  return int(m[-1]) if m else None
+
+
 def _init_backends():
   global _backends
   with _lock:
@@ -145,6 +154,8 @@ def _init_backends():
     for p in wanted:
       if p in ("cpu", "host"):
         n = config.jax_num_cpu_devices
+        if n is None or n < 1:
+          n = _xla_flags_cpu_count()
         n = 1 if n is None or n < 1 else int(n)
         be = Backend("cpu", [])
         be.devices = [CpuDevice(i, be) for i in range(n)]
