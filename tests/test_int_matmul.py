@@ -9,7 +9,6 @@ operands, batch dimensions and several contracting dimensions.
 """
 from __future__ import annotations
 
-import os
 import re
 
 import ml_dtypes
@@ -91,10 +90,6 @@ def assert_same(got, want):
                                                                 got.shape, want.shape)
   bad = bits(got) != bits(want)
   assert not bad.any(), (got[bad][:8], want[bad][:8], int(bad.sum()))
-
-
-def x64_needed(*dts):
-  return any(np.dtype(d).itemsize == 8 for d in dts if d is not None)
 
 
 @pytest.fixture
@@ -240,7 +235,7 @@ def test_small_int_products_stay_on_numpy(monkeypatch):
                                      (np.uint8, np.uint32), (np.bool_, None),
                                      (np.int16, None), (F16, None), (F16, F32),
                                      (BF16, None), (BF16, F32)],
-                         ids=lambda v: getattr(np.dtype(v), "name", "none") if v is not None else "none")
+                         ids=lambda v: "none" if v is None else np.dtype(v).name)
 def test_eager_numpy_tier_native_tier_bit_identical(dt, pref):
   rng = np.random.default_rng(6)
   cases = [((37, 301), (301, 29), (((1,), (0,)), ((), ()))),
@@ -419,5 +414,3 @@ def test_sanitizers_int_matmul(tmp_path):
   sanitizers.run_pytest(tmp_path, __file__, [
       "-k", "kernel or eager or tier or halves_sequential", "-p", "no:randomly"])
 
-
-_ = os
