@@ -61,5 +61,6 @@ from pyjax._src.array_construction import (  # noqa: F401
     make_array_from_process_local_data)
 from pyjax._src.runtime.array import Shard  # noqa: F401
 from pyjax import distributed  # noqa: F401
+from pyjax._src.shard_map import shard_map  # noqa: F401
 
 __version__ = "0.1.0"

@@ -1311,6 +1311,9 @@ def typeof(x):
   Python int, ``key<fry>[]`` for a typed key; TypeError for non-JAX values."""
   if type(x) is _Ref:
     return x.aval
+  typed = getattr(x, "_typed_aval", None)
+  if typed is not None and isinstance(x, ArrayImpl):   # a sharded Array: its sharding type
+    return typed()
   try:
     return core.get_aval(x)
   except TypeError:

@@ -13,6 +13,7 @@ from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+from pyjax._src.runtime import sharded_array as _sharded
 from pyjax._src import layout as _layout
 
 
@@ -77,6 +78,9 @@ def _put_traced(x, device, src, donate, may_alias):
     cs = semantics.ALWAYS_COPY
   else:
     cs = semantics.REUSE_INPUT
+  # a multi-device sharding of a traced value: the program computes the global value
+  # (jit lays outputs out by its out_shardings), so it places nothing here
+  devs = [None if _sharded.is_multi_device(d) else d for d in devs]
   outs = sharding.bind_device_put(leaves, [_resolve_device(d) for d in devs],
                                   [_resolve_device(d) for d in srcs], (cs,) * n)
   return tree_util.tree_unflatten(tree, outs)
@@ -121,10 +125,19 @@ def _nbytes(x):
 
 def _device_put(x, device, donate, may_alias):
   if _is_placement(device):
+    if _sharded.is_multi_device(device):   # one buffer per device (runtime/sharded_array)
+      return tree_util.tree_map(lambda leaf: _put_multi(leaf, device), x)
     d = _resolve_device(device)
     return tree_util.tree_map(lambda leaf: _put_one(leaf, d, may_alias, donate), x)
-  return tree_util.tree_map(lambda leaf, dev: _put_one(leaf, _resolve_device(dev), may_alias, donate),
+  return tree_util.tree_map(lambda leaf, dev: _put_multi(leaf, dev) if _sharded.is_multi_device(dev)
+                            else _put_one(leaf, _resolve_device(dev), may_alias, donate),
                             x, device)
+
+
+def _put_multi(x, sharding):
+  if isinstance(x, core.Tracer):
+    return x
+  return _sharded.put_sharded(x, sharding)
 
 
 def device_put_replicated(x, devices):

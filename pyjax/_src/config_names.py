@@ -158,6 +158,9 @@ OPTIONS = {
     "jax_check_proxy_envs": (True, _bool, FREE, "Check proxy environment variables."),
     "jax_check_static_indices": (False, _bool, DEFAULT, "Check static indices."),
     "jax_check_tracer_leaks": (False, _bool, _I, "Raise when a tracer escapes its trace."),
+    "jax_collectives_timeout": (None, _float, FREE,
+                                "pyjax: seconds a shard_map/pmap collective waits for every "
+                                "device (None: $PYJAX_COLLECTIVES_TIMEOUT, else 60)."),
     "jax_compilation_cache_check_contents": (False, _bool, DEFAULT,
                                              "Verify cache contents against a recompile."),
     "jax_compilation_cache_dir": (None, _optstr, _I, "Persistent compilation cache directory."),

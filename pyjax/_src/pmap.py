@@ -1,74 +1,205 @@
-"""``pmap`` in a single process: the mapped axis runs over this process's devices.
+"""``jax.pmap`` built on ``shard_map`` (as JAX 0.10 builds it).
 
 ``pmap(f, axis_name)(x)`` maps ``f`` over the leading axis (``in_axes``) of its arguments,
-one index per device, with collectives over ``axis_name``.  A pyjax process computes on
-one device at a time, so the map is a compiled ``vmap`` (``jit(vmap(f, axis_name=...))``)
-run on the first of the devices, after checking -- as JAX does -- that the mapped size
-does not exceed the number of devices available.  Differences from JAX: the result is an
-ordinary Array (JAX's is sharded over the devices); ``devices`` only sets the device
-count checked; ``backend`` is ignored.
+one index per device: the mapped axis becomes a one-dimensional mesh over the first
+``size`` local devices (or ``devices``), each argument is split along it
+(``PartitionSpec(axis_name)``; ``in_axes=None`` arguments are replicated), and the
+per-device program -- ``f`` on one slice -- runs on every device's stream in parallel
+through ``shard_map``; collectives over ``axis_name`` meet in the collective runtime.
+Outputs are sharded Arrays (``NamedSharding(mesh, P(axis_name))``, mapped dimension at
+``out_axes``).  The traced program is cached per argument structure, shapes and dtypes.
+
+Differs from JAX: ``backend`` and ``global_arg_shapes`` are ignored; donated arguments
+are deleted after the call (their buffers are not reused for outputs).
 """
 from __future__ import annotations
 
 import functools
 
-from pyjax._src import tree_util
-from pyjax._src.api import jit
-from pyjax._src.api_vmap import vmap
+import numpy as np
+
+from pyjax._src import core, tree_util
 from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime.array import ArrayImpl
+from pyjax._src.sharding import Mesh, PartitionSpec, AxisType
+
+_PMAP_AXIS = "_internal_pmap_axis_name"
 
 
-def _mapped_size(args, in_axes):
-  leaves_axes = []
-  if isinstance(in_axes, (int, type(None))):
-    in_axes = (in_axes,) * len(args)
-  for a, ax in zip(args, in_axes):
-    if isinstance(ax, (int, type(None))):
-      leaves_axes.extend((leaf, ax) for leaf in tree_util.tree_leaves(a))
-    else:
-      leaves_axes.extend(zip(tree_util.tree_leaves(a), tree_util.tree_leaves(ax)))
-  for leaf, ax in leaves_axes:
-    if ax is not None:
-      shape = getattr(leaf, "shape", ())
-      return shape[ax] if len(shape) > ax else None
-  return None
+def _moveaxis(x, a, b):
+  from pyjax._src.numpy.manipulation import moveaxis
+  return moveaxis(x, a, b)
+
+
+def _asarray(x):
+  from pyjax._src.numpy.array_constructors import asarray
+  return asarray(x)
+
+
+def _norm_axis(ax, ndim, what):
+  if ax is None:
+    return None
+  if not -ndim <= ax < ndim:
+    raise ValueError(f"pmap {what} {ax} out of bounds for an argument of rank {ndim}")
+  return ax + ndim if ax < 0 else ax
 
 
 def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
          devices=None, backend=None, axis_size=None, donate_argnums=(),
          global_arg_shapes=None):
-  """Parallel map over devices (see the module docstring for how pyjax runs it)."""
-  del backend, donate_argnums, global_arg_shapes
+  """Parallel map over devices, run as a ``shard_map`` over a one-axis mesh (see the
+  module docstring)."""
+  del backend, global_arg_shapes
   if fun is None:
     return functools.partial(pmap, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
                              static_broadcasted_argnums=static_broadcasted_argnums,
-                             devices=devices, axis_size=axis_size)
-  if isinstance(static_broadcasted_argnums, int):
-    static_broadcasted_argnums = (static_broadcasted_argnums,)
-  static = tuple(static_broadcasted_argnums)
+                             devices=devices, axis_size=axis_size,
+                             donate_argnums=donate_argnums)
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun}")
+  static = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
+            else tuple(static_broadcasted_argnums))
+  donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+  if set(static) & set(donate):
+    raise ValueError("static_broadcasted_argnums and donate_argnums cannot intersect.")
+  name = axis_name if axis_name is not None else _PMAP_AXIS
+  cache = {}
 
   @functools.wraps(fun)
-  def pmapped(*args):
-    n_dev = len(devices) if devices is not None else _devices.local_device_count()
-    dyn_idx = [i for i in range(len(args)) if i not in static]
+  def pmapped(*args, **kwargs):
+    from pyjax._src.shard_map import shard_map
+    if kwargs:
+      raise NotImplementedError("pmap does not support keyword arguments; pass them "
+                                "positionally")
+    nargs = len(args)
+    stat = tuple(i if i >= 0 else i + nargs for i in static)
+    dyn_idx = [i for i in range(nargs) if i not in stat]
     dyn_args = [args[i] for i in dyn_idx]
     axes = in_axes
-    if isinstance(axes, tuple) and static:
-      axes = tuple(a for i, a in enumerate(axes) if i not in static) if len(axes) == len(args) else axes
-    size = _mapped_size(dyn_args, axes) if axis_size is None else axis_size
+    if isinstance(axes, list):
+      axes = tuple(axes)
+    if isinstance(axes, tuple):
+      if len(axes) != nargs:
+        raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
+                         f"corresponding value, got specification {in_axes} for value "
+                         f"tree of {nargs} arguments.")
+      axes = tuple(axes[i] for i in dyn_idx)
+    else:
+      axes = (axes,) * len(dyn_args)
+    flat_axes = tree_util.broadcast_prefix(axes, tuple(dyn_args), is_leaf=lambda v: v is None)
+    leaves, in_tree = tree_util.tree_flatten(tuple(dyn_args))
+    leaves = [x if isinstance(x, (ArrayImpl, core.Tracer)) else _asarray(x)
+              for x in leaves]
+    norm = [_norm_axis(a, len(core.get_aval(x).shape), "in_axes")
+            for x, a in zip(leaves, flat_axes)]
+    size = axis_size
+    for x, a in zip(leaves, norm):
+      if a is not None:
+        n = core.get_aval(x).shape[a]
+        if size is None:
+          size = n
+        elif n != size:
+          raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
+                           f"{size} and {n}")
     if size is None:
       raise ValueError("pmap requires at least one argument with a mapped axis.")
-    if size > n_dev:
+    devs = list(devices) if devices is not None else _devices.local_devices()
+    if size > len(devs):
       raise ValueError(f"compiling computation that requires {size} logical devices, but "
-                       f"only {n_dev} XLA devices are available (num_replicas={size})")
-
-    def body(*dyn):
-      full = list(args)
-      for i, x in zip(dyn_idx, dyn):
-        full[i] = x
-      return fun(*full)
-    mapped = vmap(body, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
-                  axis_size=axis_size)
-    return jit(mapped)(*dyn_args)
+                       f"only {len(devs)} XLA devices are available (num_replicas={size})")
+    mesh = Mesh(np.array(devs[:size], dtype=object), (name,), (AxisType.Auto,))
+    # the mapped axis first: one slice per device
+    moved = [x if a in (None, 0) else _moveaxis(x, a, 0) for x, a in zip(leaves, norm)]
+    mapped = [a is not None for a in norm]
+    statics = tuple((i, args[i]) for i in stat)
+    key = (in_tree, tuple(core.get_aval(x) for x in moved), tuple(mapped), mesh,
+           tuple((i, _hashable(v)) for i, v in statics))
+    entry = cache.get(key)
+    if entry is None:
+      entry = cache[key] = _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped,
+                                  out_axes, name, mesh, shard_map)
+    outs = entry(*moved)
+    for i in donate:
+      if i < nargs and i not in stat:
+        for leaf in tree_util.tree_leaves(args[i]):
+          if type(leaf) is ArrayImpl or isinstance(leaf, ArrayImpl):
+            leaf._donate()
+    return outs
 
   return pmapped
+
+
+def _hashable(v):
+  try:
+    hash(v)
+    return v
+  except TypeError:
+    raise ValueError(f"Non-hashable static arguments are not supported. An error occurred "
+                     f"while trying to hash an object of type {type(v)}, {v}. The error "
+                     f"was:\nTypeError: unhashable type: '{type(v).__name__}'") from None
+
+
+def _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped, out_axes, name, mesh,
+           shard_map):
+  from pyjax._src.lax import shapes as _shapes
+  out_axes_box = []
+
+  def body(*flat):
+    flat = [_shapes.squeeze(x, (0,)) if m else x for x, m in zip(flat, mapped)]
+    dyn = tree_util.tree_unflatten(in_tree, flat)
+    full = [None] * nargs
+    for i, v in statics:
+      full[i] = v
+    for i, v in zip(dyn_idx, dyn):
+      full[i] = v
+    out = fun(*full)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    oa = tree_util.broadcast_prefix(out_axes, out, is_leaf=lambda v: v is None)
+    out_axes_box.append((out_tree, oa))
+    return tuple(x if a is None else _shapes.expand_dims(_asarray(x), (0,))
+                 for x, a in zip(out_leaves, oa))
+
+  specs_in = tuple(PartitionSpec(name) if m else PartitionSpec() for m in mapped)
+
+  class _Lazy:
+    fn = None
+
+  def call(*moved):
+    if _Lazy.fn is None:
+      # out_specs depend on out_axes (None: replicated); they are known after one trace,
+      # so the first call traces with a probe to learn the output structure
+      from pyjax._src import api
+      from pyjax._src.interpreters import batching
+      with batching.extend_axis_env([(name, mesh.size)]):
+        api.eval_shape(lambda *xs: body(*xs), *[_probe(x, m, mesh.size)
+                                                  for x, m in zip(moved, mapped)])
+      out_tree, oa = out_axes_box[-1]
+      specs_out = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in oa)
+      _Lazy.fn = (shard_map(body, mesh=mesh, in_specs=specs_in, out_specs=specs_out,
+                            check_vma=False), out_tree, oa)
+    fn, out_tree, oa = _Lazy.fn
+    outs = fn(*moved)
+    res = []
+    for x, a in zip(outs, oa):
+      if a is not None and a != 0:
+        nd = len(core.get_aval(x).shape)
+        a = a + nd if a < 0 else a
+        x = _moveaxis(x, 0, a)
+        if not isinstance(x, core.Tracer):   # the mapped dimension stays split
+          from pyjax._src.runtime import sharded_array
+          from pyjax._src.sharding import NamedSharding
+          x = sharded_array.shard_global(
+              x._data(), x.aval, NamedSharding(mesh, PartitionSpec(*(None,) * a, name)))
+      res.append(x)
+    return tree_util.tree_unflatten(out_tree, res)
+  return call
+
+
+def _probe(x, mapped, n):
+  """The shape/dtype of one device's slice (for tracing the output structure)."""
+  from pyjax._src.api import ShapeDtypeStruct
+  aval = core.get_aval(x)
+  shape = aval.shape
+  if mapped:
+    shape = (shape[0] // n,) + tuple(shape[1:])
+  return ShapeDtypeStruct(shape, aval.dtype, weak_type=aval.weak_type)

@@ -549,12 +549,15 @@ class NamedSharding(Sharding):
     return hash(self._key())
 
   def __repr__(self):
-    mk = f", memory_kind={self._memory_kind}" if self._memory_kind else ""
-    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}{mk})"
+    return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind={self.memory_kind})"
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None):
-  """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)`` devices."""
+  """A ``Mesh`` of shape ``axis_shapes`` over the first ``prod(axis_shapes)`` devices;
+  its axes are ``AxisType.Explicit`` unless ``axis_types`` says otherwise (as in JAX
+  0.10)."""
+  if axis_types is None:
+    axis_types = (AxisType.Explicit,) * len(tuple(axis_names))
   devs = list(devices) if devices is not None else _devices.devices()
   n = math.prod(axis_shapes)
   if n > len(devs):

@@ -9,8 +9,12 @@ whose axis no enclosing vmap binds raises JAX's NameError.  Under the batching r
 primitives may also carry positional (int) axes, which reduce array dimensions (JAX's
 jaxprs show ``psum[axes=(0,) ...]`` for a vmapped psum).
 
-Differs from JAX: there is no ``pmap``/``shard_map``, so named axes come from ``vmap``
-only; ``axis_index_groups`` is not supported (JAX: not supported under vmap either).
+Inside ``shard_map`` (and ``pmap``) each device runs the traced program on its own thread;
+there the primitives' eager rules meet the other devices in the collective runtime
+(``runtime/collectives.py``), which computes the same values as the vmap rules.
+
+Differs from JAX: ``axis_index_groups`` is not supported (JAX: not supported under vmap
+either).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from pyjax._src.interpreters import ad, batching
 from pyjax._src.lax import elementwise as _ew
 from pyjax._src.lax import reductions as _red
 from pyjax._src.lax import shapes as _shapes
+from pyjax._src.runtime import collectives as _collectives
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "axis_index", "axis_size", "all_gather",
            "psum_scatter", "ppermute", "pshuffle", "all_to_all", "psum_p", "pmax_p", "pmin_p",
@@ -53,6 +58,24 @@ def _unbound(names, public):
   for n in names:
     raise NameError(f"Found an unbound axis name: {n}. To fix this, please call {public} "
                     "under `jax.shard_map`.")
+
+
+def _spmd(names):
+  """The collective runtime's context of the shard_map device program running on this
+  thread (``runtime/collectives.py``) when it binds every name in ``names``, else None."""
+  ctx = _collectives.current()
+  if ctx is not None and names and ctx.binds(names):
+    return ctx
+  return None
+
+
+def _spmd_out(ctx, buf, like):
+  """A device program's collective result (a NumPy value) as an Array with ``like``'s
+  weak type, on the program's device."""
+  from pyjax._src.runtime.array import ArrayImpl
+  aval = core.get_aval(like)
+  buf = np.asarray(buf, dtype=aval.dtype)
+  return ArrayImpl(buf, ShapedArray(buf.shape, aval.dtype, aval.weak_type), ctx.device, False)
 
 
 def _eager(fn, *args):
@@ -96,12 +119,17 @@ def _reduction_prim(name, reducer, public):
 
   def impl(*args, axes, axis_index_groups):
     named = _named(axes)
-    if named:
+    ctx = _spmd(named)
+    if named and ctx is None:
       _unbound(named, public)
     pos = _positional(axes)
-    return [reducer.bind(_as_array(x), axes=pos, **({"out_sharding": None}
-                                                     if reducer is _red.reduce_sum_p else {}))
-            for x in args]
+    outs = [reducer.bind(_as_array(x), axes=pos, **({"out_sharding": None}
+                                                    if reducer is _red.reduce_sum_p else {}))
+            if pos else _as_array(x) for x in args]
+    if ctx is not None:   # across the devices of a shard_map
+      _no_groups(axis_index_groups)
+      outs = [_spmd_out(ctx, _collectives.reduce(ctx, name, o, named), o) for o in outs]
+    return outs
   p.def_impl(impl)
   batching.axis_name_getters[p] = lambda params: params["axes"]
   return p
@@ -233,7 +261,12 @@ def _axis_index_abstract(*, axis_name):
 
 @axis_index_p.def_impl
 def _axis_index_impl(*, axis_name):
-  _unbound((axis_name,), "axis_index")
+  ctx = _spmd((axis_name,))
+  if ctx is None:
+    _unbound((axis_name,), "axis_index")
+  from pyjax._src.runtime.array import ArrayImpl
+  return ArrayImpl(np.asarray(ctx.coords[axis_name], np.int32),
+                   ShapedArray((), np.dtype(np.int32), False), ctx.device, False)
 
 
 def _axis_index_collective(axis_data, args, dims, *, axis_name):
@@ -288,7 +321,15 @@ def _all_gather_abstract(x, *, all_gather_dimension, axis_name, axis_index_group
 
 @all_gather_p.def_impl
 def _all_gather_impl(x, **params):
-  _unbound(_named(params["axis_name"]), "all_gather")
+  names = _named(params["axis_name"])
+  ctx = _spmd(names)
+  if ctx is None:
+    _unbound(names, "all_gather")
+  _no_groups(params["axis_index_groups"])
+  x = _as_array(x)
+  return _spmd_out(ctx, _collectives.all_gather(ctx, x._data(), names,
+                                                params["all_gather_dimension"],
+                                                params["tiled"]), x)
 
 
 def _gathered(x, d, size, g, tiled):
@@ -385,7 +426,15 @@ def _reduce_scatter_abstract(x, *, scatter_dimension, axis_name, axis_index_grou
 
 @reduce_scatter_p.def_impl
 def _reduce_scatter_impl(x, **params):
-  _unbound(_named(params["axis_name"]), "psum_scatter")
+  names = _named(params["axis_name"])
+  ctx = _spmd(names)
+  if ctx is None:
+    _unbound(names, "psum_scatter")
+  _no_groups(params["axis_index_groups"])
+  x = _as_array(x)
+  return _spmd_out(ctx, _collectives.reduce_scatter(ctx, x._data(), names,
+                                                    params["scatter_dimension"],
+                                                    params["tiled"]), x)
 
 
 def _reduce_scatter_collective(axis_data, args, dims, *, scatter_dimension, axis_name,
@@ -465,7 +514,12 @@ def _ppermute_abstract(x, *, axis_name, perm):
 
 @ppermute_p.def_impl
 def _ppermute_impl(x, **params):
-  _unbound(_named(params["axis_name"]), "ppermute")
+  names = _named(params["axis_name"])
+  ctx = _spmd(names)
+  if ctx is None:
+    _unbound(names, "ppermute")
+  x = _as_array(x)
+  return _spmd_out(ctx, _collectives.ppermute(ctx, x._data(), names, params["perm"]), x)
 
 
 def _ppermute_collective(axis_data, args, dims, *, axis_name, perm):
@@ -560,7 +614,14 @@ def _all_to_all_abstract(x, *, split_axis, concat_axis, axis_name, axis_index_gr
 
 @all_to_all_p.def_impl
 def _all_to_all_impl(x, **params):
-  _unbound(_named(params["axis_name"]), "all_to_all")
+  names = _named(params["axis_name"])
+  ctx = _spmd(names)
+  if ctx is None:
+    _unbound(names, "all_to_all")
+  _no_groups(params["axis_index_groups"])
+  x = _as_array(x)
+  return _spmd_out(ctx, _collectives.all_to_all(ctx, x._data(), names, params["split_axis"],
+                                                params["concat_axis"]), x)
 
 
 def _all_to_all_collective(axis_data, args, dims, *, split_axis, concat_axis, axis_name,

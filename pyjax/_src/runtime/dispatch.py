@@ -124,6 +124,7 @@ def apply_primitive(prim, args, params):
   avals = []
   device = None
   mixed = False
+  sharded = None
   for x in args:
     if type(x) is ArrayImpl:
       b = x._buf
@@ -137,6 +138,12 @@ def apply_primitive(prim, args, params):
           device = x._device
         elif x._device is not device:
           mixed = True
+    elif isinstance(x, ArrayImpl):   # sharded (runtime/sharded_array): its global value
+      if sharded is None:
+        sharded = []
+      sharded.append(x)
+      bufs.append(x._data())
+      avals.append(x.aval)
     else:
       b, a = _to_numpy(x)
       bufs.append(b)
@@ -145,6 +152,10 @@ def apply_primitive(prim, args, params):
     devs = [x._device if type(x) is ArrayImpl and x._committed else None for x in args]
     raise _device_error(prim, args, devs)
   out_aval = prim._abstract_eval(*avals, **params)
+  if sharded is not None:   # outputs laid out again (sharded_array.reshard_outputs)
+    from pyjax._src.runtime import sharded_array
+    return sharded_array.reshard_outputs(
+        _finish(prim, prim.name, out_aval, bufs, params, device, device is not None), sharded)
   return _finish(prim, prim.name, out_aval, bufs, params, device, device is not None)
 
 

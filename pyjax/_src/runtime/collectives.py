@@ -1,0 +1,299 @@
+"""The collective runtime: where the per-device programs of ``shard_map``/``pmap`` meet.
+
+Each device of a ``shard_map`` runs its program on its own thread (its stream's worker).
+A collective (``psum``, ``all_gather``, ``ppermute``, ...) is a *meeting* of the devices
+of one group -- those that differ only in their coordinates along the collective's mesh
+axes.  Every member hands in its value; once all have, each reads every member's value
+in rank order (the row-major index along the named axes) and computes its result from
+them.  Sums fold in rank order, so results are deterministic: equal from run to run and
+equal to the same collective over a ``vmap`` axis.
+
+Layers:
+
+* ``Transport``: ``exchange(key, rank, size, value, deadline) -> [value of rank 0, ...]``
+  -- the one operation the collectives need.  ``ThreadTransport`` implements it for the
+  devices of this process (a dictionary of meetings under one condition variable).  A
+  multi-process transport (MPI) implements the same method, with ranks spread over
+  processes; nothing above it changes.
+* ``DeviceContext``: what the program of one device knows -- the run it belongs to, the
+  mesh axes, its coordinates, and how many collectives it has entered per group (the
+  n-th collective of a device meets the n-th of the other members of its group).  It is
+  thread-local (``current()``), set while the device program runs.
+* the collective operations (``psum``, ``all_gather``, ...) on NumPy values, used by the
+  primitives' eager rules in ``lax/parallel.py``.
+
+Failures never hang: a member that does not arrive within the deadline
+(``jax_collectives_timeout`` seconds, also ``PYJAX_COLLECTIVES_TIMEOUT``) makes the
+waiting members raise ``JaxRuntimeError('DEADLINE_EXCEEDED: ...')``; a device program that
+fails aborts its run, and members waiting in (or later entering) a collective of that run
+raise at once.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+
+import numpy as np
+
+from pyjax._src.errors import JaxRuntimeError
+
+_DEFAULT_TIMEOUT = 60.0
+
+
+def timeout_seconds():
+  """The collective deadline in seconds (``jax_collectives_timeout``, else the
+  ``PYJAX_COLLECTIVES_TIMEOUT`` environment variable, else 60)."""
+  try:
+    from pyjax._src.config import config
+    v = config.read("jax_collectives_timeout")
+    if v is not None:
+      return float(v)
+  except (KeyError, AttributeError):
+    pass
+  env = os.environ.get("PYJAX_COLLECTIVES_TIMEOUT")
+  if env:
+    return float(env)
+  return _DEFAULT_TIMEOUT
+
+
+class RunAborted(JaxRuntimeError):
+  """Raised in the devices of a run after another device's program failed."""
+
+
+class Transport:
+  """How members of a group exchange values (see the module docstring)."""
+
+  def exchange(self, key, rank, size, value, deadline, describe):
+    raise NotImplementedError
+
+  def abort(self, run_id, error):
+    raise NotImplementedError
+
+  def finish(self, run_id):
+    raise NotImplementedError
+
+
+class _Meeting:
+  __slots__ = ("values", "arrived", "left")
+
+  def __init__(self, size):
+    self.values = [None] * size
+    self.arrived = 0
+    self.left = 0
+
+
+class ThreadTransport(Transport):
+  """Meetings of threads of this process."""
+
+  def __init__(self):
+    self._cond = threading.Condition(threading.Lock())
+    self._meetings = {}
+    self._aborted = {}
+
+  def exchange(self, key, rank, size, value, deadline, describe):
+    run_id = key[0]
+    with self._cond:
+      err = self._aborted.get(run_id)
+      if err is not None:
+        raise RunAborted(f"ABORTED: {describe()} was not completed because another device "
+                         f"failed: {type(err).__name__}: {err}")
+      m = self._meetings.get(key)
+      if m is None:
+        m = self._meetings[key] = _Meeting(size)
+      m.values[rank] = value
+      m.arrived += 1
+      if m.arrived == size:
+        self._cond.notify_all()
+      else:
+        while m.arrived < size:
+          err = self._aborted.get(run_id)
+          if err is not None:
+            raise RunAborted(f"ABORTED: {describe()} was not completed because another "
+                             f"device failed: {type(err).__name__}: {err}")
+          left = deadline - time.monotonic()
+          if left <= 0:
+            n = m.arrived
+            self._aborted.setdefault(run_id, TimeoutError("collective deadline"))
+            self._cond.notify_all()
+            raise JaxRuntimeError(
+                f"DEADLINE_EXCEEDED: {describe()}: only {n} of {size} devices reached it "
+                f"within {timeout_seconds():g} s (a collective must be reached by every "
+                "device of its group; set jax_collectives_timeout to wait longer)")
+          self._cond.wait(left)
+      values = list(m.values)
+      m.left += 1
+      if m.left == size:
+        del self._meetings[key]
+      return values
+
+  def abort(self, run_id, error):
+    with self._cond:
+      self._aborted.setdefault(run_id, error)
+      self._cond.notify_all()
+
+  def finish(self, run_id):
+    with self._cond:
+      self._aborted.pop(run_id, None)
+      for k in [k for k in self._meetings if k[0] == run_id]:
+        del self._meetings[k]
+
+
+_transport = ThreadTransport()
+_run_ids = itertools.count()
+
+
+def transport():
+  return _transport
+
+
+def set_transport(t):
+  """Install another transport (a multi-process one); returns the previous one."""
+  global _transport
+  prev, _transport = _transport, t
+  return prev
+
+
+def new_run_id():
+  return next(_run_ids)
+
+
+# --- the per-device context ------------------------------------------------------------------
+class DeviceContext:
+  """The program of one device in one run: mesh axis names and sizes (the manual axes),
+  this device's coordinates along them, and per-group collective counters."""
+  __slots__ = ("run_id", "axis_names", "axis_sizes", "coords", "counters", "device")
+
+  def __init__(self, run_id, axis_names, axis_sizes, coords, device):
+    self.run_id = run_id
+    self.axis_names = tuple(axis_names)
+    self.axis_sizes = dict(zip(axis_names, axis_sizes))
+    self.coords = dict(zip(axis_names, coords))
+    self.counters = {}
+    self.device = device
+
+  def binds(self, names):
+    return all(n in self.axis_sizes for n in names)
+
+  def group(self, names):
+    """(group key, rank, size) of this device for a collective over ``names``."""
+    rank, size = 0, 1
+    for n in names:
+      rank = rank * self.axis_sizes[n] + self.coords[n]
+      size *= self.axis_sizes[n]
+    others = tuple((n, self.coords[n]) for n in self.axis_names if n not in names)
+    return (tuple(names), others), rank, size
+
+  def exchange(self, what, names, value):
+    """Every member's ``value`` (rank order) for the next collective over ``names``."""
+    gkey, rank, size = self.group(names)
+    if size == 1:
+      return [value], 0
+    seq = self.counters.get(gkey, 0)
+    self.counters[gkey] = seq + 1
+    deadline = time.monotonic() + timeout_seconds()
+
+    def describe():
+      return (f"collective {what} over mesh axes {tuple(names)} (call #{seq} of device "
+              f"{self.device})")
+    return _transport.exchange((self.run_id, gkey, seq), rank, size, value, deadline,
+                               describe), rank
+
+  def index(self, names):
+    return self.group(names)[1]
+
+
+_tls = threading.local()
+
+
+def current():
+  """The DeviceContext of the device program running on this thread, or None."""
+  return getattr(_tls, "ctx", None)
+
+
+class device_context:
+  """``with device_context(ctx):`` -- run a device program's code with ``ctx``."""
+
+  def __init__(self, ctx):
+    self.ctx = ctx
+
+  def __enter__(self):
+    self.prev = getattr(_tls, "ctx", None)
+    _tls.ctx = self.ctx
+    return self.ctx
+
+  def __exit__(self, *exc):
+    _tls.ctx = self.prev
+    return False
+
+
+# --- the collectives on NumPy values -----------------------------------------------------
+def _fold(op, values):
+  acc = values[0]
+  for v in values[1:]:
+    acc = op(acc, v)
+  return acc
+
+
+def _np(x):
+  return np.asarray(x)
+
+
+def reduce(ctx, kind, x, names):
+  """``psum``/``pmax``/``pmin`` of ``x`` over ``names``: every member's values folded in
+  rank order."""
+  x = _np(x)
+  values, _ = ctx.exchange(kind, names, x)
+  if kind == "psum":
+    if x.dtype == np.bool_:
+      out = _fold(np.logical_or, values)
+    else:
+      out = _fold(np.add, values)
+  elif kind == "pmax":
+    out = _fold(np.maximum, values)
+  else:
+    out = _fold(np.minimum, values)
+  return np.asarray(out, dtype=x.dtype)
+
+
+def all_gather(ctx, x, names, axis, tiled):
+  x = _np(x)
+  values, _ = ctx.exchange("all_gather", names, x)
+  if tiled:
+    return np.concatenate(values, axis=axis)
+  return np.stack(values, axis=axis)
+
+
+def reduce_scatter(ctx, x, names, dim, tiled):
+  x = _np(x)
+  values, rank = ctx.exchange("psum_scatter", names, x)
+  total = np.asarray(_fold(np.add, values), dtype=x.dtype)
+  n = len(values)
+  if tiled:
+    k = total.shape[dim] // n
+    return np.ascontiguousarray(np.take(total, np.arange(rank * k, (rank + 1) * k), axis=dim))
+  return np.ascontiguousarray(np.take(total, rank, axis=dim))
+
+
+def ppermute(ctx, x, names, perm):
+  x = _np(x)
+  values, rank = ctx.exchange("ppermute", names, x)
+  for s, t in perm:
+    if t == rank:
+      return np.array(values[s], copy=True)
+  return np.zeros_like(x)
+
+
+def all_to_all(ctx, x, names, split_axis, concat_axis):
+  """Member ``j`` gets the ``j``-th chunk along ``split_axis`` of every member's value,
+  concatenated along ``concat_axis`` in member order."""
+  x = _np(x)
+  values, rank = ctx.exchange("all_to_all", names, x)
+  n = len(values)
+  chunks = [np.split(v, n, axis=split_axis)[rank] for v in values]
+  return np.concatenate(chunks, axis=concat_axis)
+
+
+def axis_index(ctx, name):
+  return np.int32(ctx.coords[name])

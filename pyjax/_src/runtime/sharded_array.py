@@ -1,0 +1,332 @@
+"""Sharded Arrays: one buffer per device.
+
+A ``ShardedArrayImpl`` is an ``ArrayImpl`` laid out by a multi-device sharding (a
+``NamedSharding`` over a mesh of several devices).  It holds one single-device Array per
+device of the sharding, in the sharding's device order (``_device_assignment``): the part
+of the global value that ``sharding.devices_indices_map`` assigns to that device (devices
+that hold the same part -- replicas -- each have their own copy).  A shard's buffer may
+still be being computed (a ``PendingBuffer`` of its device's stream: ``shard_map`` and
+``pmap`` leave their outputs so), and is waited for at the first read.
+
+The global value is assembled from the shards on first need (``np.asarray(x)``,
+printing, an operation that computes on the whole array) and kept.  Eager primitives
+compute on that global value and lay their outputs out again (``reshard_outputs``):
+an output of the same shape as a sharded input takes that input's sharding (so
+elementwise operations keep the sharding, as in JAX), other outputs are replicated over
+the inputs' mesh (what JAX gives a reduction to a scalar).
+
+Differs from JAX: eager operations and ``jit`` on sharded inputs compute the global
+program on one device and split the result (values are identical; the work is not
+spread); the output sharding of a shape-changing operation is replicated rather than
+what XLA's propagation would pick.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src.avals import ShapedArray
+from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime.array import ArrayImpl, Shard, _DeletedBuffer
+from pyjax._src.runtime.stream import PendingBuffer
+
+
+class ShardedArrayImpl(ArrayImpl):
+  """An Array split over several devices (see the module docstring)."""
+  __slots__ = ("_shards", "_sharding")
+
+  def __init__(self, aval, sharding, shards, global_buf=None):
+    ArrayImpl.__init__(self, global_buf, aval, shards[0]._device, True)
+    self._shards = list(shards)
+    self._sharding = sharding
+
+  # -- data ------------------------------------------------------------------------------
+  def _resolve(self):
+    b = self._buf
+    if type(b) is _DeletedBuffer:
+      raise RuntimeError("Array has been deleted with shape="
+                         f"{self.aval.str_short(short_dtypes=False)}.")
+    if b is None:
+      b = _assemble(self.aval, self._sharding, self._shards)
+      self._buf = b
+    return b
+
+  def __jax_array__(self):
+    """The global value as a single-device Array (what a computation that does not know
+    about shardings -- a jitted program, a higher-order primitive -- consumes)."""
+    return ArrayImpl(self._data(), self.aval, self._shards[0]._device, False)
+
+  def block_until_ready(self):
+    if type(self._buf) is _DeletedBuffer:
+      return ArrayImpl.block_until_ready(self)
+    for s in self._shards:
+      s.block_until_ready()
+    return self
+
+  def is_ready(self):
+    return all(s.is_ready() for s in self._shards)
+
+  def delete(self):
+    for s in self._shards:
+      s.delete()
+    self._buf = _DeletedBuffer()
+
+  def _donate(self):
+    for s in self._shards:
+      s._donate()
+    self._buf = _DeletedBuffer()
+
+  # -- placement -------------------------------------------------------------------------
+  @property
+  def sharding(self):
+    return self._sharding
+
+  @property
+  def device(self):
+    """A sharded Array has no single device: its sharding (as JAX's ``Array.device``)."""
+    return self._sharding
+
+  def devices(self):
+    return set(s._device for s in self._shards)
+
+  @property
+  def committed(self):
+    return True
+
+  @property
+  def is_fully_addressable(self):
+    return True
+
+  @property
+  def is_fully_replicated(self):
+    return bool(self._sharding.is_fully_replicated)
+
+  @property
+  def addressable_shards(self):
+    out = []
+    replicas = {}
+    indices = self._sharding.devices_indices_map(self.aval.shape)
+    for s in self._shards:
+      idx = indices[s._device]
+      key = _index_key(idx, self.aval.shape)
+      r = replicas.get(key, 0)
+      replicas[key] = r + 1
+      sh = Shard(s._device, s)
+      sh.index = idx
+      sh.replica_id = r
+      out.append(sh)
+    return out
+
+  @property
+  def global_shards(self):
+    return self.addressable_shards
+
+  def addressable_data(self, index):
+    return self._shards[index]
+
+  def __iter__(self):
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d array")
+    b = self._data()
+    aval = ShapedArray(self.aval.shape[1:], self.aval.dtype, self.aval.weak_type)
+    dev = _devices.default_device()
+    for i in range(self.aval.shape[0]):
+      yield ArrayImpl(b[i], aval, dev, False)
+
+  def copy(self):
+    return shard_global(np.array(self._data(), copy=True), self.aval, self._sharding)
+
+  def __reduce__(self):
+    return (_rebuild, (self._data(), self.aval.weak_type, self._sharding))
+
+  def _typed_aval(self):
+    """``jax.typeof(x)``: the aval with the sharding type (Explicit mesh axes printed
+    as ``8@x``)."""
+    return TypedShapedArray(self.aval.shape, self.aval.dtype, self.aval.weak_type,
+                            self._sharding)
+
+
+ShardedArrayImpl.__module__ = "pyjax"
+ShardedArrayImpl.__name__ = ShardedArrayImpl.__qualname__ = "ArrayImpl"
+
+
+class TypedShapedArray(ShapedArray):
+  """A ShapedArray carrying a sharding type (what ``jax.typeof`` of a sharded Array
+  returns): mesh axes of type Explicit that split a dimension print after its size
+  (``float32[8@x,4@y]``, ``float32[8@(x,y)]``)."""
+
+  def __init__(self, shape, dtype, weak_type, sharding):
+    ShapedArray.__init__(self, shape, dtype, weak_type)
+    self._typed_sharding = sharding
+
+  @property
+  def sharding(self):
+    return self._typed_sharding
+
+  def str_short(self, short_dtypes=False):
+    base = ShapedArray.str_short(self, short_dtypes)
+    sharding = self._typed_sharding
+    mesh = getattr(sharding, "mesh", None)
+    spec = getattr(sharding, "spec", None)
+    if mesh is None or spec is None:
+      return base
+    from pyjax._src.sharding import AxisType
+    explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == AxisType.Explicit}
+    entries = list(spec) + [None] * (len(self.shape) - len(spec))
+    dims = []
+    for d, e in zip(self.shape, entries):
+      names = [n for n in (e if isinstance(e, tuple) else (e,))
+               if isinstance(n, str) and n in explicit]
+      if not names:
+        dims.append(str(d))
+      elif len(names) == 1:
+        dims.append(f"{d}@{names[0]}")
+      else:
+        dims.append(f"{d}@({','.join(names)})")
+    return base[:base.index("[")] + "[" + ",".join(dims) + "]"
+
+
+class IndivisibleError(ValueError):
+  """A dimension is not divisible by the number of parts a sharding splits it into
+  (JAX's ``jax._src.sharding.IndivisibleError``)."""
+
+
+def _index_key(idx, shape):
+  out = []
+  for s, n in zip(idx, shape):
+    out.append(s.indices(n) if isinstance(s, slice) else s)
+  return tuple(out)
+
+
+def _assemble(aval, sharding, shards):
+  """The global NumPy value from the shards (each part written once)."""
+  out = np.empty(aval.shape, dtype=aval.dtype)
+  indices = sharding.devices_indices_map(aval.shape)
+  done = set()
+  for s in shards:
+    idx = indices[s._device]
+    key = _index_key(idx, aval.shape)
+    if key in done:
+      continue
+    done.add(key)
+    out[idx] = s._data()
+  out.flags.writeable = False
+  return out
+
+
+def is_multi_device(sharding):
+  """Whether ``sharding`` spreads an array over more than one device."""
+  try:
+    return len(sharding.device_set) > 1 and hasattr(sharding, "devices_indices_map")
+  except (ValueError, TypeError, AttributeError):
+    return False
+
+
+def _check_divisible(shape, sharding):
+  from pyjax._src.sharding import NamedSharding
+  if not isinstance(sharding, NamedSharding):
+    return
+  spec = sharding.spec
+  if len(spec) > len(shape):
+    raise ValueError(f"One of device_put args was given the sharding of {sharding}, which "
+                     f"implies that the global size of its dimension {len(shape)} should be "
+                     f"divisible by 1, but it is equal to 1 (full shape: {tuple(shape)})")
+  factors = [sharding._dim_factor(e) for e in spec] + [1] * (len(shape) - len(spec))
+  for d, (n, f) in enumerate(zip(shape, factors)):
+    if n % f:
+      raise IndivisibleError(
+          f"Sharding {sharding} implies that array axis {d} is partitioned {f} times, but "
+          f"the dimension size is {n} (full shape: {tuple(shape)}, per-dimension tiling "
+          f"factors: {factors} should evenly divide the shape)")
+
+
+def shard_global(buf, aval, sharding, committed=True):
+  """A ShardedArrayImpl from the global value ``buf`` (a NumPy array or a
+  ``PendingBuffer``): each device of ``sharding`` gets a copy of its part."""
+  _check_divisible(aval.shape, sharding)
+  if type(buf) is PendingBuffer:
+    buf = buf.result()
+  buf = np.asarray(buf, dtype=aval.dtype)
+  indices = sharding.devices_indices_map(aval.shape)
+  shards = []
+  for d in sharding._device_assignment:
+    part = np.array(buf[indices[d]], copy=True)
+    shards.append(ArrayImpl(part, ShapedArray(part.shape, aval.dtype, aval.weak_type), d,
+                            True))
+  g = buf if not buf.flags.writeable else None
+  return ShardedArrayImpl(aval, sharding, shards, g)
+
+
+def from_shards(aval, sharding, shard_arrays):
+  """A ShardedArrayImpl from one single-device Array per device of ``sharding`` (in its
+  device order); their buffers may still be pending."""
+  return ShardedArrayImpl(aval, sharding, shard_arrays)
+
+
+def put_sharded(x, sharding):
+  """``device_put(x, sharding)`` for a multi-device sharding: a concrete leaf split."""
+  if isinstance(x, ShardedArrayImpl):
+    if x._sharding == sharding:
+      return x
+    return shard_global(x._data(), x.aval, sharding)
+  if type(x) is ArrayImpl:
+    return shard_global(x._data(), x.aval, sharding)
+  from pyjax._src.numpy.array_constructors import asarray
+  a = asarray(x)
+  return shard_global(a._data(), ShapedArray(a.shape, a.dtype, a.weak_type if not isinstance(
+      x, (np.ndarray, np.generic)) else False), sharding)
+
+
+def _rebuild(buf, weak_type, sharding):
+  return shard_global(np.array(buf), ShapedArray(buf.shape, buf.dtype, weak_type), sharding)
+
+
+# --- the sharding of eager outputs -------------------------------------------------------
+def _merge_specs(shardings, ndim):
+  """One NamedSharding from several of the same mesh for arrays of one shape: each
+  dimension takes the axes any of them splits it over (the first wins on a conflict)."""
+  from pyjax._src.sharding import NamedSharding, PartitionSpec
+  first = shardings[0]
+  if len(shardings) == 1:
+    return first
+  entries = [None] * ndim
+  used = set()
+  for s in shardings:
+    if not isinstance(s, NamedSharding) or s.mesh != first.mesh:
+      return first
+    for d, e in enumerate(list(s.spec)[:ndim]):
+      if e is None or entries[d] is not None:
+        continue
+      names = e if isinstance(e, tuple) else (e,)
+      if used.intersection(names):
+        continue
+      entries[d] = e
+      used.update(names)
+  while entries and entries[-1] is None:
+    entries.pop()
+  return NamedSharding(first.mesh, PartitionSpec(*entries))
+
+
+def output_sharding(out_aval, sharded_inputs):
+  """The sharding of an eager output computed from ``sharded_inputs``."""
+  same = [x._sharding for x in sharded_inputs if x.aval.shape == out_aval.shape]
+  if same:
+    return _merge_specs(same, len(out_aval.shape))
+  s = sharded_inputs[0]._sharding
+  from pyjax._src.sharding import NamedSharding, PartitionSpec
+  if isinstance(s, NamedSharding):
+    return NamedSharding(s.mesh, PartitionSpec())
+  return None
+
+
+def reshard_outputs(out, sharded_inputs):
+  """Lay eager outputs (one Array or a list) out by ``output_sharding``."""
+  def one(o):
+    if type(o) is not ArrayImpl:
+      return o
+    s = output_sharding(o.aval, sharded_inputs)
+    if s is None:
+      return o
+    return shard_global(o._data(), o.aval, s)
+  if isinstance(out, (list, tuple)):
+    return type(out)(one(o) for o in out)
+  return one(out)

@@ -1,0 +1,393 @@
+"""``jax.shard_map``: one program per device, run on every device's stream in parallel.
+
+``shard_map(f, mesh=, in_specs=, out_specs=)(*args)`` splits each argument by its
+``PartitionSpec`` over the mesh, traces ``f`` once on the per-device (shard) shapes -- the
+mesh axes bound as named axes, so collectives are recorded as equations -- and runs the
+traced program on each device's own stream (its worker thread; the native code releases
+the GIL, so devices compute in parallel).  Collectives meet in the collective runtime
+(``runtime/collectives.py``), which folds in rank order: results are deterministic and
+equal to the same collectives over a ``vmap`` axis.  Outputs are sharded Arrays (one
+buffer per device, still being computed when returned) laid out by ``out_specs``.
+
+``shard_map`` binds one ``shard_map`` primitive, so it works under ``jit`` (the primitive
+runs as a host step of the compiled program).
+
+Differs from JAX: ``check_vma`` checks nothing (pyjax has no varying-manual-axes types);
+an output whose ``out_specs`` leaves out a mesh axis takes each device's own value without
+verifying that it is the same along that axis; no JVP/transpose/batching rules yet (grad
+or vmap of a shard_map raises); ``axis_names`` naming a subset of the mesh axes runs the
+other axes' devices as replicas.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import threading
+import weakref
+
+import numpy as np
+
+from pyjax._src import config as _config
+from pyjax._src import core, tree_util
+from pyjax._src.avals import ShapedArray
+from pyjax._src.interpreters import batching, staging
+from pyjax._src.runtime import collectives as _collectives
+from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime import stream as _stream
+from pyjax._src.runtime.array import ArrayImpl
+from pyjax._src.runtime import sharded_array as _sharded
+from pyjax._src.runtime.stream import PendingBuffer
+from pyjax._src import sharding as _sharding
+from pyjax._src.sharding import NamedSharding, PartitionSpec
+
+
+class _InferType:
+  def __repr__(self):
+    return "Infer"
+
+
+Infer = _InferType()
+
+
+# --- specs ---------------------------------------------------------------------------------
+def _spec_names(spec):
+  out = []
+  for e in spec:
+    for n in (e if isinstance(e, tuple) else (e,)):
+      if isinstance(n, str):
+        out.append(n)
+  return out
+
+
+def _factor(mesh_shape, entry):
+  return math.prod(mesh_shape[n] for n in (entry if isinstance(entry, tuple) else (entry,))
+                   if isinstance(n, str))
+
+
+def _shard_aval(aval, spec, mesh_shape, what, i):
+  if len(spec) > len(aval.shape):
+    raise ValueError(f"shard_map {what}[{i}] has a PartitionSpec {spec} of length "
+                     f"{len(spec)}, but the corresponding argument has rank "
+                     f"{len(aval.shape)} (shape {aval.shape})")
+  shape = list(aval.shape)
+  for d, e in enumerate(spec):
+    f = _factor(mesh_shape, e)
+    if shape[d] % f:
+      raise ValueError(f"shard_map applied to the function was given an argument "
+                       f"{what}[{i}] of shape {aval.str_short()} with spec {spec}, but "
+                       f"dimension {d} of size {shape[d]} is not evenly divisible by the "
+                       f"total mesh axis size {f} of {e!r}")
+    shape[d] //= f
+  return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def _global_aval(aval, spec, mesh_shape):
+  shape = list(aval.shape)
+  for d, e in enumerate(spec):
+    shape[d] *= _factor(mesh_shape, e)
+  return ShapedArray(tuple(shape), aval.dtype, aval.weak_type)
+
+
+def _as_spec(s):
+  if isinstance(s, PartitionSpec):
+    return s
+  if s is None:
+    return PartitionSpec()
+  raise TypeError(f"shard_map specs must be PartitionSpecs (or None), got {s!r}")
+
+
+def _is_spec_leaf(x):
+  return x is None or isinstance(x, PartitionSpec)
+
+
+def _check_spec_axes(spec, mesh, what):
+  for n in _spec_names(spec):
+    if n not in mesh.axis_names:
+      raise ValueError(f"shard_map {what} refers to the axis name {n!r}, which is not in "
+                       f"the mesh (axis names {tuple(mesh.axis_names)})")
+
+
+def _explicit_entries(spec, explicit, ndim):
+  out = []
+  for e in tuple(spec) + (None,) * (ndim - len(spec)):
+    names = tuple(n for n in (e if isinstance(e, tuple) else (e,))
+                  if isinstance(n, str) and n in explicit)
+    out.append(names)
+  return out
+
+
+def _check_explicit_inputs(mesh, leaves, avals, specs):
+  """With Explicit mesh axes, an argument's sharding type must be what ``in_specs``
+  says (JAX's ValueError); traced arguments carry no sharding type in pyjax."""
+  explicit = {n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == _sharding.AxisType.Explicit}
+  if not explicit:
+    return
+  for x, a, s in zip(leaves, avals, specs):
+    if isinstance(x, core.Tracer):
+      continue
+    sh = getattr(x, "sharding", None) if isinstance(x, ArrayImpl) else None
+    have = (sh.spec if isinstance(sh, NamedSharding) and sh.mesh == mesh
+            else PartitionSpec(*(None,) * len(a.shape)))
+    nd = len(a.shape)
+    if _explicit_entries(have, explicit, nd) != _explicit_entries(s, explicit, nd):
+      raise ValueError(
+          f"in_specs passed to shard_map: {s} does not match the specs of the input: "
+          f"{have} for arg: {a.str_short()}. `in_specs` is an optional argument so you can "
+          "omit specifying it and shard_map will infer the in_specs from the arguments. If "
+          "you want to reshard your inputs, you can use `jax.reshard` on the arguments and "
+          "then pass those args to shard_map.")
+
+
+# --- the primitive -------------------------------------------------------------------------
+shard_map_p = core.Primitive("shard_map")
+shard_map_p.multiple_results = True
+
+
+@shard_map_p.def_abstract_eval
+def _shard_map_abstract(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
+  shape = dict(mesh.shape)
+  return [_global_aval(a, s, shape) for a, s in zip(jaxpr.out_avals, out_specs)]
+
+
+_exe_cache = weakref.WeakKeyDictionary()   # ClosedJaxpr -> {device: executable}
+_exe_lock = threading.Lock()
+
+
+def _executable(jaxpr, device):
+  """The per-device program compiled for ``device`` (one executable per device: a native
+  executable's scratch memory must not be shared by threads running at once)."""
+  with _exe_lock:
+    per = _exe_cache.get(jaxpr)
+    if per is None:
+      per = _exe_cache[jaxpr] = {}
+    exe = per.get(device)
+  if exe is None:
+    from pyjax._src.compiler import compile_for_device
+    exe = compile_for_device(jaxpr, device, "shmap_body")
+    with _exe_lock:
+      exe = per.setdefault(device, exe)
+  return exe
+
+
+def _device_buffers(x, sharding, devices):
+  """The per-device input buffers of ``x`` laid out by ``sharding`` (in ``devices``
+  order): a sharded Array already laid out so gives its shards' buffers (perhaps still
+  pending), anything else is split."""
+  if isinstance(x, _sharded.ShardedArrayImpl) and x._sharding == sharding and (
+      [s._device for s in x._shards] == devices):
+    return [s._buf for s in x._shards]
+  if type(x) is ArrayImpl:
+    b = x._buf if type(x._buf) is np.ndarray else x._data()
+  elif isinstance(x, ArrayImpl):
+    b = x._data()
+  else:
+    b = np.asarray(x)
+  idx = sharding.devices_indices_map(b.shape)
+  return [b[idx[d]] for d in devices]
+
+
+class _Run:
+  """Bookkeeping of one execution: when every device program has ended, the run's
+  meetings are cleared from the transport."""
+
+  def __init__(self, n):
+    self.id = _collectives.new_run_id()
+    self.left = n
+    self.lock = threading.Lock()
+
+  def ended(self):
+    with self.lock:
+      self.left -= 1
+      last = self.left == 0
+    if last:
+      _collectives.transport().finish(self.id)
+
+
+def _device_work(exe, run, ctx, device, axis_pairs, out_avals):
+  def work(*bufs):
+    try:
+      with _collectives.device_context(ctx), _devices.default_device_ctx(device), \
+          batching.extend_axis_env(axis_pairs):
+        outs = exe.fn(*bufs)
+        res = []
+        for o, a in zip(outs, out_avals):
+          if type(o) is PendingBuffer:
+            o = o.result()
+          if type(o) is not np.ndarray or o.dtype != a.dtype:
+            o = np.asarray(o, dtype=a.dtype)
+          res.append(o)
+        return res
+    except BaseException as e:
+      _collectives.transport().abort(run.id, e)
+      raise
+    finally:
+      run.ended()
+  work.__name__ = "shard_map_device_program"
+  return work
+
+
+def _run_threads(works, per_device_bufs, nout):
+  """Run each device's work on a thread of its own (used when the caller is itself a
+  stream worker, whose streams run submitted work synchronously); returns, per device,
+  the outputs as completed PendingBuffers."""
+  tasks = []
+  for w, bufs in zip(works, per_device_bufs):
+    tasks.append(_stream.Task(w, bufs))
+  for t in tasks:
+    t.claim.acquire()
+
+  def run(t):
+    _stream._tls.worker = True
+    t.run()
+  threads = [threading.Thread(target=run, args=(t,), daemon=True) for t in tasks]
+  for th in threads:
+    th.start()
+  for th in threads:
+    th.join()
+  return [[PendingBuffer(t, i) for i in range(nout)] for t in tasks]
+
+
+def _shard_map_impl(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check_vma):
+  devices = list(mesh.devices.flat)
+  coords = list(np.ndindex(*mesh.devices.shape))
+  names = tuple(mesh.axis_names)
+  sizes = tuple(mesh.devices.shape)
+  axis_pairs = [(n, s) for n, s in zip(names, sizes) if n in manual_axes]
+  in_bufs = []
+  for x, spec in zip(args, in_specs):
+    in_bufs.append(_device_buffers(x, NamedSharding(mesh, spec), devices))
+  per_device = [[bufs[k] for bufs in in_bufs] for k in range(len(devices))]
+  run = _Run(len(devices))
+  out_avals = list(jaxpr.out_avals)
+  works = []
+  for k, (dev, c) in enumerate(zip(devices, coords)):
+    ctx = _collectives.DeviceContext(run.id, names, sizes, c, dev)
+    works.append(_device_work(_executable(jaxpr, dev), run, ctx, dev, axis_pairs, out_avals))
+  nout = len(out_avals)
+  if _stream.in_worker():
+    pending = _run_threads(works, per_device, nout)
+  else:
+    pending = [dev.stream.submit(w, bufs, nout)
+               for dev, w, bufs in zip(devices, works, per_device)]
+  mesh_shape = dict(mesh.shape)
+  outs = []
+  for i, (a, spec) in enumerate(zip(out_avals, out_specs)):
+    sharding = NamedSharding(mesh, spec)
+    shard_aval = ShapedArray(a.shape, a.dtype, a.weak_type)
+    shards = [ArrayImpl(pending[k][i], shard_aval, dev, True) for k, dev in enumerate(devices)]
+    outs.append(_sharded.from_shards(_global_aval(a, spec, mesh_shape), sharding, shards))
+  return outs
+
+
+shard_map_p.def_impl(_shard_map_impl)
+
+
+# --- the public function -------------------------------------------------------------------
+def _context_mesh():
+  m = _sharding.get_mesh()
+  if m is None or m.empty:
+    raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter "
+                     "into a mesh context")
+  return m
+
+
+def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=frozenset(),
+              check_vma=True):
+  """Map ``f`` over shards of its arguments, one per device of ``mesh`` (the context mesh
+  when None), running the per-device programs in parallel; see the module docstring for
+  how pyjax runs it and what differs from JAX.  ``in_specs``/``out_specs`` are pytree
+  prefixes of the arguments/outputs of PartitionSpecs; ``in_specs`` left out (``Infer``)
+  takes each argument's own ``NamedSharding`` spec (replicated for other values)."""
+  if f is None:
+    return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                             axis_names=axis_names, check_vma=check_vma)
+  if not callable(f):
+    raise TypeError(f"shard_map requires a callable for its first argument, but got {f} of "
+                    f"type {type(f)}.")
+
+  cache = {}
+
+  @functools.wraps(f)
+  def wrapped(*args):
+    m = mesh if mesh is not None else _context_mesh()
+    if isinstance(m, _sharding.AbstractMesh):
+      raise ValueError("shard_map needs a concrete Mesh (with devices) to run; got an "
+                       f"AbstractMesh {m}")
+    manual = frozenset(axis_names) if axis_names else frozenset(m.axis_names)
+    for n in manual:
+      if n not in m.axis_names:
+        raise ValueError(f"shard_map axis_names {sorted(manual)} must be a subset of the "
+                         f"mesh axis names {tuple(m.axis_names)}")
+    leaves, in_tree = tree_util.tree_flatten(args)
+    if in_specs is Infer:
+      flat_in = []
+      for x in leaves:
+        s = getattr(x, "sharding", None) if isinstance(x, ArrayImpl) else None
+        flat_in.append(s.spec if isinstance(s, NamedSharding) and s.mesh == m
+                       else PartitionSpec())
+    else:
+      specs = in_specs
+      if isinstance(specs, PartitionSpec) or specs is None:
+        specs = (specs,) * len(args)
+      elif isinstance(specs, list):
+        specs = tuple(specs)
+      try:
+        flat_in = tree_util.broadcast_prefix(specs, args, is_leaf=_is_spec_leaf)
+      except ValueError as e:
+        raise ValueError(f"shard_map in_specs {in_specs} is not a pytree prefix of the "
+                         f"arguments: {e}") from None
+      flat_in = [_as_spec(s) for s in flat_in]
+    for s in flat_in:
+      _check_spec_axes(s, m, "in_specs")
+    mesh_shape = dict(m.shape)
+    in_avals = [core.get_aval(x) for x in leaves]
+    _check_explicit_inputs(m, leaves, in_avals, flat_in)
+    key = None
+    if core.current_interpreter() is core.eval_interpreter and not any(
+        isinstance(x, core.Tracer) for x in leaves):
+      key = (in_tree, tuple(in_avals), tuple(flat_in), m, manual,
+             _config.config.trace_state())
+      hit = cache.get(key)
+      if hit is not None:
+        closed, out_tree, flat_out = hit
+        outs = shard_map_p.bind(*leaves, jaxpr=closed, mesh=m, in_specs=tuple(flat_in),
+                                out_specs=flat_out, manual_axes=manual,
+                                check_vma=bool(check_vma))
+        return tree_util.tree_unflatten(out_tree, outs)
+    shard_avals = [_shard_aval(a, s, mesh_shape, "args", i)
+                   for i, (a, s) in enumerate(zip(in_avals, flat_in))]
+    out_tree_box = []
+
+    def flat_fun(*xs):
+      out = f(*tree_util.tree_unflatten(in_tree, list(xs)))
+      out_leaves, out_tree = tree_util.tree_flatten(out)
+      out_tree_box.append((out, out_tree))
+      return out_leaves
+    pairs = [(n, s) for n, s in zip(m.axis_names, m.devices.shape) if n in manual]
+    with batching.extend_axis_env(pairs):
+      closed, tracer_consts = staging.trace_flat(flat_fun, shard_avals)
+    out, out_tree = out_tree_box[-1]
+    specs = out_specs
+    if isinstance(specs, list):
+      specs = tuple(specs)
+    try:
+      flat_out = tree_util.broadcast_prefix(specs, out, is_leaf=_is_spec_leaf)
+    except ValueError as e:
+      raise ValueError(f"shard_map out_specs {out_specs} is not a pytree prefix of the "
+                       f"outputs: {e}") from None
+    flat_out = [_as_spec(s) for s in flat_out]
+    for i, (s, a) in enumerate(zip(flat_out, closed.out_avals)):
+      _check_spec_axes(s, m, "out_specs")
+      if len(s) > len(a.shape):
+        raise ValueError(f"shard_map out_specs[{i}] {s} has more entries than the rank "
+                         f"{len(a.shape)} of the output (shape {a.shape})")
+    if key is not None and not tracer_consts:
+      cache[key] = (closed, out_tree, tuple(flat_out))
+    all_in = (PartitionSpec(),) * len(tracer_consts) + tuple(flat_in)
+    outs = shard_map_p.bind(*tracer_consts, *leaves, jaxpr=closed, mesh=m, in_specs=all_in,
+                            out_specs=tuple(flat_out), manual_axes=manual,
+                            check_vma=bool(check_vma))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+  return wrapped
