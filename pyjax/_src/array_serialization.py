@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import functools
 import itertools
 import logging
 import math
@@ -386,5 +385,3 @@ class GlobalAsyncCheckpointManager(AsyncManager, GlobalAsyncCheckpointManagerBas
     """``deserialize`` from the zarr specs of ``paths``."""
     specs = [get_tensorstore_spec(p) for p in paths]
     return self.deserialize(shardings, specs, global_shapes, dtypes, concurrent_gb)
-
-

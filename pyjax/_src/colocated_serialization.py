@@ -11,7 +11,6 @@ otherwise, as in JAX).
 from __future__ import annotations
 
 import collections
-import copyreg
 import functools
 import io
 
@@ -111,17 +110,18 @@ def _dispatch_table():
       {Mesh: g["_reduce_mesh"], NamedSharding: g["_reduce_named_sharding"],
        DeviceList: g["_reduce_device_list"],
        SingleDeviceSharding: g["_reduce_single_device_sharding"]},
-      copyreg.dispatch_table)
+      cloudpickle.Pickler.dispatch_table)
 
 
 def _serialize(obj):
   """Pickle a callable or a pytree of specs (devices by id) to bytes."""
   if cloudpickle is None:
     raise ModuleNotFoundError('No module named "cloudpickle"')
+  class _Pickler(cloudpickle.Pickler):   # the table is read when a pickler is made
+    dispatch_table = _dispatch_table()
+
   with io.BytesIO() as f:
-    p = cloudpickle.Pickler(f)
-    p.dispatch_table = _dispatch_table()
-    p.dump(obj)
+    _Pickler(f).dump(obj)
     return f.getvalue()
 
 

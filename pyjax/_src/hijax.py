@@ -14,11 +14,17 @@ rule runs (registered in pyjax's rule tables like any primitive's); under ``vmap
 rule table of ``batching`` is consulted as for any primitive.  Attributes declared on a
 hi type with ``aval_method`` / ``aval_property`` are reachable from its tracers.
 
-Differs from JAX: pyjax's staging interpreters (``jit``, ``make_jaxpr``, control-flow
-bodies) do not carry hi types in jaxprs, so binding a ``HiPrimitive`` (or creating a
-``Box``) while a function is being staged raises ``TypeError`` saying so; create and use
-hi values outside ``jit`` and pass their lo contents in.  ``VJPHiPrimitive`` (JAX's newer
-API) is not provided.
+While a function is staged (``jit``, ``make_jaxpr``, control-flow bodies) a
+``HiPrimitive`` is lowered as it is bound: its ``to_lojax`` runs on the staging
+interpreter, so the jaxpr holds the lo operations (JAX keeps hi equations in the jaxpr and
+lowers them when compiling; the compiled program is the same).  Hi values created inside
+the staged function may be read and mutated there; hi values from outside may be read
+(their contents become constants of the jaxpr).
+
+Differs from JAX: a mutable hi value created outside a staged function cannot be mutated
+inside it (``TypeError``; JAX threads its lo contents in and out of the program), hi
+values cannot be arguments or results of ``jit`` (they are not arrays), jaxprs show no
+hi types, and ``VJPHiPrimitive`` (JAX's newer API) is not provided.
 """
 from __future__ import annotations
 
@@ -131,6 +137,9 @@ class HiType(AbstractValue):
   def str_short(self, short_dtypes=False, **_):
     return type(self).__name__
 
+  def __repr__(self):
+    return f"{type(self).__name__}({','.join(f'{k}={v}' for k, v in vars(self).items())})"
+
 
 class MutableHiType(AbstractValue):
   """Base of mutable hi types (their contents, hence their lo types, are described by a
@@ -171,19 +180,75 @@ class MutableHiType(AbstractValue):
   def str_short(self, short_dtypes=False, **_):
     return type(self).__name__
 
+  def __repr__(self):
+    return f"{type(self).__name__}({','.join(f'{k}={v}' for k, v in vars(self).items())})"
+
 
 def register_hitype(val_cls, typeof_fn):
   """Make ``jax.typeof(v)`` (and pyjax's ``core.get_aval``) return ``typeof_fn(v)`` for
   values of the class ``val_cls``."""
   core.pytype_aval_mappings[val_cls] = typeof_fn
+  _hi_types.add(val_cls)
 
 
 # --- hi primitives ----------------------------------------------------------------------
-def _staging_error(prim):
-  return TypeError(
-      f"hijax primitive '{prim.name}' was bound while a function is being staged (jit, "
-      "make_jaxpr or a control-flow body): pyjax does not carry hijax types in jaxprs. "
-      "Use hijax values outside jit and pass their contents in.")
+_hi_types = set()   # the classes registered with register_hitype
+
+
+def _is_hi_value(x):
+  return type(x) in _hi_types
+
+
+def _snapshot(obj):
+  """The attribute values of ``obj`` (slots and ``__dict__``), to detect mutation."""
+  vals = {}
+  for cls in type(obj).__mro__:   # slot descriptors, bypassing any __getattr__
+    slots = cls.__dict__.get("__slots__", ())
+    for name in ((slots,) if isinstance(slots, str) else slots):
+      if name in ("__dict__", "__weakref__"):
+        continue
+      try:
+        vals[name] = cls.__dict__[name].__get__(obj, type(obj))
+      except (AttributeError, KeyError):
+        pass
+  try:
+    vals.update(object.__getattribute__(obj, "__dict__"))
+  except AttributeError:
+    pass
+  return vals
+
+
+def _changed(obj, snap):
+  now = _snapshot(obj)
+  return now.keys() != snap.keys() or any(now[k] is not snap[k] for k in snap)
+
+
+def _restore(obj, snap):
+  for k, v in snap.items():
+    object.__setattr__(obj, k, v)
+
+
+def _bind_staged(prim, interp, args, params):
+  """A hi primitive bound while ``interp`` stages a jaxpr: lowered now (its ``to_lojax``
+  runs on the staging interpreter, so the jaxpr records the lo operations).  Hi values
+  created by hi primitives in this trace may be mutated; mutating one created outside it
+  (whose new contents would be this trace's tracers) raises ``TypeError``."""
+  created = interp.__dict__.setdefault("_hijax_created", {})
+  outside = [a for a in args if _is_hi_value(a) and id(a) not in created]
+  snaps = [(a, _snapshot(a)) for a in outside]
+  out = prim.to_lojax(*args, **params)
+  for a, snap in snaps:
+    if _changed(a, snap):
+      _restore(a, snap)
+      raise TypeError(
+          f"hijax primitive '{prim.name}' mutated a {type(a).__name__} created outside "
+          "the function being staged (jit, make_jaxpr or a control-flow body); pyjax "
+          "does not thread mutable hijax values through staged functions: create it "
+          "inside, or pass its contents in and out.")
+  for o in (out if prim.multiple_results else [out]):
+    if _is_hi_value(o):
+      created[id(o)] = o
+  return out
 
 
 class HiPrimitive(core.Primitive):
@@ -209,7 +274,7 @@ class HiPrimitive(core.Primitive):
     if interp is core.eval_interpreter:
       return self.to_lojax(*args, **params)
     if isinstance(interp, core.StagingInterpreter):
-      raise _staging_error(self)
+      return _bind_staged(self, interp, args, params)
     return interp.process_primitive(self, args, params)
 
   def abstract_eval(self, *arg_avals, **params):

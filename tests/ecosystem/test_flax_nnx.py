@@ -15,3 +15,10 @@ def test_flax_nnx_quickstart_matches_jax():
   assert_close(got, want, rtol=1e-4, atol=1e-5)
   assert got["mlp_losses"][-1] < got["mlp_losses"][0]
   assert got["opt_step"] == 4
+
+
+def test_flax_nnx_ref_and_hijax_variables_match_jax():
+  want = run_jax("flax_nnx_variables.py")
+  got = run_pyjax("flax_nnx_variables.py")
+  assert got["hijax_type"] == "HijaxVariable"
+  assert_close(got, want, rtol=1e-5, atol=1e-6)

@@ -42,6 +42,8 @@ def tangent_dtype(d):
 
 
 def tangent_aval(aval):
+  if type(aval) is not ShapedArray and hasattr(aval, "to_tangent_aval"):
+    return aval.to_tangent_aval()   # a user (hijax) type names its tangent type
   return ShapedArray(aval.shape, tangent_dtype(aval.dtype), aval.weak_type)
 
 
@@ -50,7 +52,9 @@ def is_float0(d):
 
 
 def has_float0_tangent(aval):
-  d = aval.dtype
+  d = getattr(aval, "dtype", None)
+  if d is None:   # a user (hijax) type: differentiable, its tangent type says how
+    return False
   return d == dtypes.bool_ or dtypes.is_int(d) or d == float0
 
 

@@ -1,0 +1,147 @@
+"""jax.experimental.hijax on pyjax: a user hi type and HiPrimitives (eager, jvp, staged
+under jit/make_jaxpr), Box, aval_method forwarding, effect type sets; compared with
+real JAX where JAX's behaviour is defined for the case."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.extend.core
+import pyjax.numpy as jnp
+from pyjax.experimental import hijax as hjx
+from pyjax._src import effects
+from pyjax._src.hijax import Box, BoxTy
+
+
+# --- a user immutable hi type: a pair of arrays with a "scale" primitive ------------------
+class Pair:
+  def __init__(self, a, b):
+    self.a, self.b = a, b
+
+
+@dataclasses.dataclass(frozen=True)
+class PairTy(hjx.HiType):
+  shape: tuple
+
+  def __hash__(self):
+    return hash(("PairTy", self.shape))
+
+  def __eq__(self, other):
+    return isinstance(other, PairTy) and other.shape == self.shape
+
+  def to_tangent_aval(self):
+    return self
+
+  def total(self):   # reachable from tracers of Pair values
+    raise AssertionError("replaced below by an aval_method")
+
+
+def _pair_total(p):
+  return pair_total_p.bind(p)
+
+
+PairTy.total = hjx.aval_method(_pair_total)
+hjx.register_hitype(Pair, lambda p: PairTy(tuple(np.shape(p.a))))
+
+
+class PairTotal(hjx.HiPrimitive):
+  def abstract_eval(self, ty):
+    return pyjax.core.ShapedArray(ty.shape, np.float32), set()
+
+  def to_lojax(self, p):
+    return p.a + p.b
+
+  def jvp(self, primals, tangents):
+    (p,), (t,) = primals, tangents
+    return pair_total_p.bind(p), pair_total_p.bind(t)
+
+
+pair_total_p = PairTotal("pair_total")
+
+
+def test_register_hitype_typeof_and_eager_bind():
+  p = Pair(jnp.ones(3), jnp.arange(3.0))
+  assert pyjax.typeof(p) == PairTy((3,))
+  np.testing.assert_allclose(pair_total_p.bind(p), [1.0, 2.0, 3.0])
+  assert pair_total_p in pyjax.interpreters.ad.primitive_jvps
+
+
+def test_hi_primitive_jvp_and_staging():
+  p = Pair(jnp.ones(3), jnp.arange(3.0))
+  t = Pair(jnp.full(3, 2.0), jnp.zeros(3))
+  rule = pyjax.interpreters.ad.primitive_jvps[pair_total_p]
+  out, tan = rule((p,), (t,))
+  np.testing.assert_allclose(out, [1.0, 2.0, 3.0])
+  np.testing.assert_allclose(tan, [2.0, 2.0, 2.0])
+  # staged: lowered as bound, the jaxpr holds the lo operation; p's arrays are constants
+  f = lambda x: pair_total_p.bind(p) * x
+  np.testing.assert_allclose(pyjax.jit(f)(2.0), [2.0, 4.0, 6.0])
+  text = str(pyjax.make_jaxpr(f)(2.0))
+  assert "add" in text and "pair_total" not in text
+
+
+def test_box_eager_get_set_matches_jax():
+  b = Box(jnp.arange(3.0))
+  np.testing.assert_allclose(b.get(), [0.0, 1.0, 2.0])
+  b.set({"x": jnp.ones(2), "y": 3})
+  assert set(b.get()) == {"x", "y"}
+  assert isinstance(pyjax.typeof(b), BoxTy) and repr(pyjax.typeof(b)) == "BoxTy()"
+  assert isinstance(b, Box)
+  jax = pytest.importorskip("jax")
+  from jax._src.hijax import Box as JBox
+  jb = JBox(jax.numpy.arange(3.0))
+  assert repr(jax.typeof(jb)) == repr(pyjax.typeof(Box(jnp.arange(3.0))))
+
+
+def test_box_created_inside_jit_is_lowered():
+  def f(x):
+    bb = Box(x)
+    bb.set(bb.get() * 3 + 1)
+    return bb.get()
+  np.testing.assert_allclose(pyjax.jit(f)(jnp.float32(2.0)), 7.0)
+  assert str(pyjax.make_jaxpr(f)(2.0)).count("mul") == 1
+
+
+def test_box_from_outside_read_ok_write_raises_and_is_unchanged():
+  b = Box(jnp.arange(3.0))
+  np.testing.assert_allclose(pyjax.jit(lambda x: b.get() + x)(1.0), [1.0, 2.0, 3.0])
+  with pytest.raises(TypeError, match="mutated a Box created outside"):
+    pyjax.jit(lambda x: b.set(x))(jnp.ones(3))
+  np.testing.assert_allclose(b.get(), [0.0, 1.0, 2.0])   # restored
+
+
+def test_box_set_under_grad_raises_jax_message():
+  def g(x):
+    bb = Box(x)
+    return bb.get()
+  with pytest.raises(Exception, match="can't differentiate Box.set operation"):
+    pyjax.grad(g)(1.0)
+
+
+def test_cur_qdd_and_box_type_state():
+  b = Box((jnp.ones(2), jnp.int32(3)))
+  st = pyjax.experimental.cur_qdd(b)
+  assert [a.str_short() for a in st.leaf_avals] == ["float32[2]", "int32[]"]
+  assert st.treedef == pyjax.tree_util.tree_structure((1, 2))
+
+
+def test_effect_type_sets():
+  class MyEffect(pyjax.extend.core.Effect):
+    pass
+  s = effects.EffectTypeSet()
+  e = MyEffect()
+  assert not s.contains(e)
+  s.add_type(MyEffect)
+  assert s.contains(e) and s.filter_not_in([e]) == [] and s.filter_in([e]) == [e]
+  with pytest.raises(TypeError):
+    s.add_type(e)
+  assert hjx.control_flow_allowed_effects.contains(pyjax._src.hijax.box_effect)
+
+
+def test_hijax_module_names_match_jax():
+  jax = pytest.importorskip("jax")
+  import jax.experimental.hijax as jh
+  missing = {n for n in dir(jh) if not n.startswith("_")} - set(dir(hjx))
+  # pyjax omits JAX's newer VJPHiPrimitive API, sharding specs and TransformedRef
+  assert missing <= {"VJPHiPrimitive", "HiPspec", "TransformedRef"}, missing
