@@ -402,3 +402,43 @@ def test_xla_flags_host_device_count():
   out = subprocess.run([sys.executable, "-c", "import pyjax; print(pyjax.device_count())"],
                        capture_output=True, text=True, env=env, timeout=120)
   assert out.stdout.strip() == "3", out.stderr[-2000:]
+
+
+# --- HLO text ---------------------------------------------------------------------------------
+def _hlo_entry(lib, f, x):
+  import re
+  text = lib.jit(f).lower(x).compiler_ir(dialect="hlo").as_hlo_text()
+  body = re.search(r"ENTRY.*", text, re.DOTALL).group()
+  body = re.sub("ENTRY.*?{", "ENTRY XXXX", body)
+  return re.sub("ROOT.*?=", "ROOT result =", body)
+
+
+@pytest.mark.parametrize("x", [3, 3.0, np.array([4, 5.2]), 1j, np.array([4 + 1j, 5.2 + 1j])])
+def test_hlo_text_equalities_match_jax(x):
+  """optax's numerics test: x*x, x**2, jnp.square(x) and conj(x)*x have one HLO for real
+  x, and the complex abs-square differs."""
+  jax = _jax()
+  for lib in (jax, pyjax):
+    abs_sq = lambda x: (x.conj() * x).real
+    fs = [lambda x: x ** 2, lambda x: x * x, lib.numpy.square]
+    texts = [_hlo_entry(lib, f, x) for f in fs]
+    assert texts[0] == texts[1] and "multiply" in texts[0]
+    if np.iscomplexobj(x):
+      assert all(_hlo_entry(lib, abs_sq, x) != t for t in texts)
+    else:
+      assert all(_hlo_entry(lib, abs_sq, x) == t for t in texts)
+
+
+def test_hlo_text_module():
+  jax = _jax()
+  x = np.ones(3, np.float32)
+  f = lambda x, y: jax.numpy.exp(x) + y * 2.0
+  g = lambda x, y: jnp.exp(x) + y * 2.0
+  want = jax.jit(f).lower(x, x).compiler_ir(dialect="hlo").as_hlo_text()
+  got = pyjax.jit(g).lower(x, x).compiler_ir(dialect="hlo").as_hlo_text()
+  assert got.splitlines()[0] == want.splitlines()[0]   # module name and layout
+  for line in ("exp.1 = f32[3]{0} exponential(x.1)", "constant.1 = f32[] constant(2)",
+               "ROOT add.1 = f32[3]{0} add(exp.1, mul.1)"):
+    assert line in got and line in want
+  with pytest.raises(NotImplementedError, match="no HLO text for the primitive 'sort'"):
+    pyjax.jit(jnp.sort).lower(x).compiler_ir(dialect="hlo")

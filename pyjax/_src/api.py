@@ -1146,7 +1146,15 @@ class Lowered:
     return str(self._traced.jaxpr)
 
   def compiler_ir(self, dialect=None):
-    """The staged program itself (a ClosedJaxpr)."""
+    """The staged program itself (a ClosedJaxpr); with ``dialect="hlo"`` an object whose
+    ``as_hlo_text()`` is the program's HLO text (``pyjax._src.hlo_text``)."""
+    if dialect == "hlo":
+      from pyjax._src import hlo_text
+      closed = self._traced.jaxpr
+      dbg = getattr(closed.jaxpr, "debug_info", None)
+      names = getattr(dbg, "arg_names", None)
+      return hlo_text.HloModule(hlo_text.jaxpr_to_hlo_text(closed, self._traced.fun_name,
+                                                           names))
     return self._traced.jaxpr
 
   def cost_analysis(self):
