@@ -106,6 +106,10 @@ def test_addressable_shards_single_device():
   assert sh.device == pyjax.devices()[0] and sh.replica_id == 0
   assert sh.index == (slice(None), slice(None))
   np.testing.assert_array_equal(sh.data, x)
+  jax = pytest.importorskip("jax")
+  for v, jv in ((x, jax.numpy.arange(6.0).reshape(2, 3)),
+                (jnp.float32(2), jax.numpy.float32(2))):
+    assert repr(v.addressable_shards[0]) == repr(jv.addressable_shards[0])
 
 
 def test_device_memory_and_client():

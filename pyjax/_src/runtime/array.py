@@ -343,11 +343,19 @@ class _DeletedBuffer:
 
 
 class Shard:
+  """One device's part of an Array: ``device``, ``index`` (a tuple of slices into the
+  global array), ``replica_id`` and ``data`` (an Array on ``device``).  pyjax arrays live
+  on one device, so their one shard is the whole array."""
+
   def __init__(self, device, data):
     self.device = device
     self.data = data
     self.index = tuple(slice(None) for _ in data.shape)
     self.replica_id = 0
+
+  def __repr__(self):
+    return (f"Shard(device={self.device!r}, index={self.index}, "
+            f"replica_id={self.replica_id}, data={self.data})")
 
 
 def _reconstruct(buf, weak_type):
