@@ -198,16 +198,22 @@ def _valid(key, so, meta):
   return _read_entry(key, so, meta) is not None
 
 
-def _load_copy(key, data):
+def _load_copy(key, data, shared=None):
   """Load the verified library bytes ``data`` from a private copy: the shared cache file is
   never mapped, so one truncated or rewritten in place (by a user or a foreign tool) cannot
   crash a process that loaded it, and what is loaded is exactly what was verified.  The
-  copy is unlinked once loaded (the mapping keeps it)."""
-  path = os.path.join(private_dir(), f"c-{key}.so")
-  tmp = f"{path}.{threading.get_ident()}.tmp"
-  with open(tmp, "wb") as f:
-    f.write(data)
-  os.replace(tmp, path)
+  copy is unlinked once loaded (the mapping keeps it).  Without a writable temporary
+  directory the ``shared`` file itself is loaded."""
+  try:
+    path = os.path.join(private_dir(), f"c-{key}.so")
+    tmp = f"{path}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+      f.write(data)
+    os.replace(tmp, path)
+  except OSError:
+    if shared is None:
+      raise
+    return _load(shared)
   try:
     return _load(path)
   finally:
@@ -413,7 +419,7 @@ def _get_uncached(key, source, toolchain, stats):
     data = _read_entry(key, so, meta)
     if data is not None:
       try:
-        lib = _load_copy(key, data)
+        lib = _load_copy(key, data, so)
         _touch(meta)
         if stats is not None:
           stats["cache"] = "disk"
@@ -469,7 +475,7 @@ def _publish(d, key, so, meta, source, toolchain):
         os.unlink(p)
       except OSError:
         pass
-  lib = _load_copy(key, data)
+  lib = _load_copy(key, data, so)
   evict(d)
   return lib
 
