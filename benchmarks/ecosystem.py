@@ -239,13 +239,16 @@ def worker(case, steps, calls, warm_seconds):
   t0 = time.perf_counter()
   while time.perf_counter() - t0 < warm_seconds:
     jax.block_until_ready(run())
-  times = []
+  times, cpu = [], []
   for _ in range(calls):
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     jax.block_until_ready(run())
     times.append(time.perf_counter() - t1)
+    cpu.append(time.process_time() - c1)
   print("RESULT " + json.dumps({"case": case, "lib": "pyjax" if pyjax else "jax",
                                 "median_ms": statistics.median(times) * 1e3,
+                                "min_ms": min(times) * 1e3,
+                                "cpu_ms": statistics.median(cpu) * 1e3,
                                 "first_ms": first * 1e3, "loss": final_loss}))
 
 

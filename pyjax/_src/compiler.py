@@ -26,7 +26,11 @@ def backend_compile_and_load(backend, closed_jaxpr, device, name, donate=()):
 
 
 def compile_for_device(closed_jaxpr, device, name, donate=()):
-  """``jit``'s compile step: ``backend_compile_and_load`` for the device's backend."""
+  """``jit``'s compile step: ``backend_compile_and_load`` for the device's backend, on
+  the program with primitives that have ``lower_fun`` lowering rules expanded
+  (``mlir.expand_lowered``)."""
+  from pyjax._src.interpreters import mlir
+  closed_jaxpr = mlir.expand_lowered(closed_jaxpr)
   backend = getattr(device, "_backend", None)
   if backend is None:
     from pyjax._src.runtime import devices as _devices

@@ -35,7 +35,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu import eager_indexing
 from pyjax._src.backends.cpu.compiler import lower_c, opaque
-from pyjax._src.backends.cpu.compiler.ir import Value
+from pyjax._src.backends.cpu.compiler.ir import Lit, Value
 from pyjax._src.backends.cpu.compiler.ir import strides as _strides
 
 _SCATTERS = ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max")
@@ -62,10 +62,14 @@ def _load_index(idt, expr):
   return f"(int64_t){expr}"
 
 
-def _index_ok(node, n_in):
+def _index_ok(node, n_in, lit_from=None):
+  """Operands are buffers (from ``lit_from`` on, scalar literals too) and the indices
+  an integer array."""
   if len(node.ins) != n_in or len(node.outs) != 1 or node.effects:
     return False
-  if any(type(v) is not Value for v in node.ins):
+  if any(type(v) is not Value and not (lit_from is not None and k >= lit_from
+                                       and type(v) is Lit)
+         for k, v in enumerate(node.ins)):
     return False
   idx = node.ins[1]
   return lower_c.is_int(idx.dtype) and idx.ndim >= 1
@@ -304,7 +308,10 @@ def _combine(prim, d, a, b):
 
 
 def _scatter_supported(node):
-  if node.prim not in _SCATTERS or not _index_ok(node, 3):
+  if node.prim not in _SCATTERS:
+    return False
+  # a scalar literal update (``x.at[i].set(True)``) is baked into the kernel
+  if not _index_ok(node, 3, lit_from=2):
     return False
   p = node.params
   if node.prim == "scatter" and p.get("update_jaxpr") is not None:
@@ -355,7 +362,14 @@ def _scatter_source(node, name):
   C.append(f"static void {name}_range(void *ctx, int64_t lo, int64_t hi) {{")
   C.append("  void *const *P = (void *const *)ctx;")
   C.append(f"  const {it} *restrict I = (const {it} *)P[1];")
-  C.append(f"  const {t} *restrict U = (const {t} *)P[2];")
+  if type(upd) is Lit:   # a scalar literal update: its bits, baked in
+    ut = f"uint{x.dtype.itemsize * 8}_t"
+    bits = int(np.asarray(upd.value, x.dtype).reshape(1).view(f"u{x.dtype.itemsize}")[0])
+    C.append(f"  {t} Ulit; {{ const {ut} ub_ = ({ut}){bits:#x}ull; memcpy(&Ulit, &ub_, "
+             "sizeof Ulit); }")
+    C.append(f"  const {t} *restrict U = &Ulit;")
+  else:
+    C.append(f"  const {t} *restrict U = (const {t} *)P[2];")
   C.append(f"  {t} *restrict Y = ({t} *)P[3];")
   C.append("  for (int64_t b = lo; b < hi; b++) {")
   ind = "    "

@@ -10,7 +10,8 @@
   ``convert_element_type``, ``transpose`` of ``transpose``, ``reshape`` of ``reshape``,
   ``broadcast_in_dim`` of ``broadcast_in_dim``, broadcasts of scalars feeding elementwise
   operations (the scalar is used directly), single-case ``select_n``, ``transpose``
-  feeding ``dot_general`` (folded into its dimension numbers);
+  feeding ``dot_general`` (folded into its dimension numbers), ``transpose`` of a
+  ``dot_general`` that swaps its free dimensions (the operands are swapped instead);
 - constant folding with the eager NumPy implementations (so folded values are exactly what
   the NumPy backend computes), for results no bigger than their inputs or tiny;
 - common subexpression elimination (same primitive, params and operands);
@@ -375,6 +376,49 @@ def _fold_dot_transposes(rw, node):
                                                        (dims[0][1], dims[1][1])))
 
 
+def _swap_transposed_dots(program):
+  """``transpose(dot_general(a, b))`` that only swaps the result's free dimensions (lhs
+  free after rhs free) becomes ``dot_general(b, a)`` when the product has no other use:
+  the product is written in the layout its consumers read (the weight gradient of a dense
+  layer, ``x.T @ g`` traced as ``transpose(dot(g, x))``, is otherwise read back with a
+  stride).  Each element is the same sum of the same products in the same order."""
+  uses = {}
+  for node in program.nodes:
+    for x in node.ins:
+      if type(x) is Value:
+        uses[x] = uses.get(x, 0) + 1
+  for x in program.outputs:
+    if type(x) is Value:
+      uses[x] = uses.get(x, 0) + 2
+  changed = False
+  for node in program.nodes:
+    if node.prim != "transpose" or len(node.ins) != 1:
+      continue
+    x = node.ins[0]
+    q = x.producer if type(x) is Value else None
+    if q is None or q.prim != "dot_general" or len(q.outs) != 1 or uses.get(x) != 1:
+      continue
+    a, b = q.ins
+    if type(a) is not Value or type(b) is not Value:
+      continue
+    (lc, rc), (lb, rb) = q.params["dimension_numbers"]
+    nb = len(lb)
+    fl, fr = a.ndim - len(lc) - nb, b.ndim - len(rc) - nb
+    if fl == 0 or fr == 0:
+      continue
+    want = (tuple(range(nb)) + tuple(range(nb + fl, nb + fl + fr))
+            + tuple(range(nb, nb + fl)))
+    if tuple(node.params["permutation"]) != want:
+      continue
+    prm = dict(q.params, dimension_numbers=((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb))))
+    prec = prm.get("precision")
+    if isinstance(prec, tuple) and len(prec) == 2:
+      prm["precision"] = (prec[1], prec[0])
+    node.prim, node.primitive, node.params, node.ins = "dot_general", q.primitive, prm, [b, a]
+    changed = True
+  return changed
+
+
 def _float_bits(d):
   return {"float16": (5, 10), "bfloat16": (8, 7), "float32": (8, 23),
           "float64": (11, 52)}.get(np.dtype(d).name)
@@ -449,6 +493,7 @@ def simplify(program, rounds=4):
   impls = _impls()
   _split_pairs(program)
   for _ in range(rounds):
+    swapped = _swap_transposed_dots(program)
     rw = _Rewriter()
     for node in program.nodes:
       node.ins = [rw.get(x) for x in node.ins]
@@ -460,7 +505,7 @@ def simplify(program, rounds=4):
       rw.emit(node)
     program.nodes = rw.nodes
     program.outputs = [rw.get(x) for x in program.outputs]
-    changed = _dce(program) or rw.changed
+    changed = _dce(program) or rw.changed or swapped
     if not changed:
       break
   return program
