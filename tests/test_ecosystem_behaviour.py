@@ -442,3 +442,28 @@ def test_hlo_text_module():
     assert line in got and line in want
   with pytest.raises(NotImplementedError, match="no HLO text for the primitive 'sort'"):
     pyjax.jit(jnp.sort).lower(x).compiler_ir(dialect="hlo")
+
+
+def test_where_selects_key_arrays():
+  jax = _jax()
+  outs = []
+  for lib in (jax, pyjax):
+    k1 = lib.random.split(lib.random.key(0), 3)
+    k2 = lib.random.split(lib.random.key(1), 3)
+    c = lib.numpy.array([True, False, True])
+    rs = [lib.numpy.where(c, k1, k2), lib.numpy.where(True, k1[0], k2[0]),
+          lib.jit(lambda c, a, b: lib.numpy.where(c, a, b))(False, k1, k2),
+          lib.vmap(lambda c, a, b: lib.numpy.where(c, a, b))(c, k1, k2)]
+    assert all(str(r.dtype) == "key<fry>" for r in rs)
+    outs.append([np.asarray(lib.random.key_data(r)) for r in rs])
+  for a, b in zip(*outs):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_astype_of_key_arrays():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    k = lib.random.split(lib.random.key(0), 2)
+    assert lib.numpy.astype(k, k.dtype) is k or str(lib.numpy.astype(k, k.dtype).dtype) == "key<fry>"
+    with pytest.raises(ValueError, match="Cannot convert_element_type from key<fry> to float32"):
+      lib.numpy.astype(k, lib.numpy.float32)

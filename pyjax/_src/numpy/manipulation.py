@@ -787,6 +787,18 @@ def _where(condition, x, y):
   condition = _asarray(condition)
   if condition.dtype != dtypes.bool_:
     condition = lax_e.ne(condition, _const(0, condition.dtype))
+  if _key_arrays("where", (x, y)) is not None:
+    # typed PRNG keys (as JAX): select on the raw key data, the condition broadcast over
+    # the key-array shape and then along the trailing key dimensions
+    shape = np.broadcast_shapes(condition.shape, x.shape, y.shape)
+    c = broadcast_to(condition, shape)
+    xb, yb = x._base_array, y._base_array
+    kshape = tuple(xb.shape[x.ndim:])
+    full = shape + kshape
+    c = lax.broadcast_in_dim(c, full, tuple(range(len(shape))))
+    xb = lax.broadcast_in_dim(xb, full, tuple(range(len(full) - xb.ndim, len(full))))
+    yb = lax.broadcast_in_dim(yb, full, tuple(range(len(full) - yb.ndim, len(full))))
+    return x._wrap(lax_e.select_n(c, yb, xb))
   x, y = promote_dtypes(x, y)
   c, x, y = broadcast_arrays(condition, x, y)
   return lax_e.select_n(c, y, x)

@@ -405,6 +405,11 @@ def astype(x, dtype, /, *, copy=False, device=None):
   """``x`` converted to ``dtype`` (None: the default float); complex to bool tests for
   nonzero."""
   x = _arr("astype", x)
+  if getattr(x.dtype, "_pyjax_extended", False):   # a typed PRNG key array
+    if dtype is not None and dtype == x.dtype:
+      return x
+    raise ValueError(f"Cannot convert_element_type from {x.dtype} to "
+                     f"{dtypes.check_user_dtype(dtype, 'astype') if dtype is not None else dtypes.default_float_dtype()}")
   if dtype is None:
     dtype = dtypes.default_float_dtype()
   else:
