@@ -254,6 +254,30 @@ def test_strict_promotion_accepts_weak_scalars_under_jit():
     pyjax.config.update("jax_numpy_dtype_promotion", prev)
 
 
+def test_strict_promote_types_and_result_type_match_jax():
+  names = ["bool", "int8", "int16", "int32", "uint8", "float16", "bfloat16", "float32",
+           "complex64"]
+
+  def outcome(m, f, *a):
+    try:
+      return str(f(*a))
+    except Exception as e:  # noqa: BLE001
+      return type(e).__name__
+  prev, jprev = pyjax.config.jax_numpy_dtype_promotion, jax.config.jax_numpy_dtype_promotion
+  pyjax.config.update("jax_numpy_dtype_promotion", "strict")
+  jax.config.update("jax_numpy_dtype_promotion", "strict")
+  try:
+    for a, b in itertools.product(names, names):
+      assert (outcome(pjnp, pjnp.promote_types, a, b)
+              == outcome(jnp, jnp.promote_types, a, b)), (a, b)
+      for w in (2, 2.0, 2j):
+        assert (outcome(pjnp, pjnp.result_type, a, w)
+                == outcome(jnp, jnp.result_type, a, w)), (a, w)
+  finally:
+    pyjax.config.update("jax_numpy_dtype_promotion", prev)
+    jax.config.update("jax_numpy_dtype_promotion", jprev)
+
+
 # --- weak types of gradients through control flow -------------------------------------------
 def _weak_programs(m, lx):
   return {

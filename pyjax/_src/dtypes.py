@@ -445,6 +445,8 @@ def result_type(*args, return_weak_type_flag=False):
 def promote_types(a, b):
   """jnp.promote_types: promotion of two dtypes (never weak)."""
   da, db = to_numpy_dtype(a), to_numpy_dtype(b)
+  if _config.config.jax_numpy_dtype_promotion == "strict":   # as JAX: the strict lattice
+    return np.dtype(_strict_least_upper_bound(frozenset((da, db)), (da, db)))
   nodes = tuple(sorted({da, db}, key=str))
   out = _least_upper_bound(nodes)
   if isinstance(out, str):  # weak nodes become 64-bit types
