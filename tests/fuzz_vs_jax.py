@@ -457,7 +457,7 @@ EXPLAINED = [
      "non-finite complex arguments: pyjax follows NumPy/C99 Annex G, XLA's complex "
      "expansions (and the products and sums built on them) differ"),
     (lambda name, ins, out, p: name in ("cumsum", "cumprod")
-     and str(ins[0].dtype) in ("float16", "bfloat16")),
+     and str(ins[0].dtype) in ("float16", "bfloat16"),
      "half-precision cumulative sums/products: XLA rewrites them into a blocked scan that "
      "rounds partial sums to the half type; pyjax accumulates in float32 in order"),
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
