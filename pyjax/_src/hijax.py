@@ -18,13 +18,15 @@ While a function is staged (``jit``, ``make_jaxpr``, control-flow bodies) a
 ``HiPrimitive`` is lowered as it is bound: its ``to_lojax`` runs on the staging
 interpreter, so the jaxpr holds the lo operations (JAX keeps hi equations in the jaxpr and
 lowers them when compiling; the compiled program is the same).  Hi values created inside
-the staged function may be read and mutated there; hi values from outside may be read
-(their contents become constants of the jaxpr).
+the staged function may be read and mutated there; immutable hi values from outside may
+be read (their contents become constants of the jaxpr).
 
-Differs from JAX: a mutable hi value created outside a staged function cannot be mutated
-inside it (``TypeError``; JAX threads its lo contents in and out of the program), hi
-values cannot be arguments or results of ``jit`` (they are not arrays), jaxprs show no
-hi types, and ``VJPHiPrimitive`` (JAX's newer API) is not provided.
+Differs from JAX: a *mutable* hi value (``MutableHiType``, e.g. a ``Box`` or a flax.nnx
+hijax ``Variable``) created outside a staged function cannot be used inside it
+(``TypeError``: JAX makes its lo contents inputs of the program and writes the new ones
+back after each call; pyjax does not thread them, and baking them in as constants would
+go stale).  Hi values cannot be arguments or results of ``jit`` (they are not arrays),
+jaxprs show no hi types, and ``VJPHiPrimitive`` (JAX's newer API) is not provided.
 """
 from __future__ import annotations
 
@@ -235,6 +237,15 @@ def _bind_staged(prim, interp, args, params):
   (whose new contents would be this trace's tracers) raises ``TypeError``."""
   created = interp.__dict__.setdefault("_hijax_created", {})
   outside = [a for a in args if _is_hi_value(a) and id(a) not in created]
+  for a in outside:
+    if getattr(core.get_aval(a), "has_qdd", False):
+      # Its contents could change between calls of the compiled program, which would
+      # keep reading the ones seen while tracing: refuse rather than go stale.
+      raise TypeError(
+          f"hijax primitive '{prim.name}' was applied to a mutable {type(a).__name__} "
+          "created outside the function being staged (jit, make_jaxpr or a control-flow "
+          "body); pyjax does not thread mutable hijax values through staged functions: "
+          "create it inside, or pass its contents in and out.")
   snaps = [(a, _snapshot(a)) for a in outside]
   out = prim.to_lojax(*args, **params)
   for a, snap in snaps:
