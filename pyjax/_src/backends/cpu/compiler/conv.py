@@ -204,6 +204,92 @@ def _dense(sizes, strides, step):
   return True
 
 
+def _row_block(R, K):
+  """Rows per block of the row-blocked product: its im2col block (rows x K) stays within
+  ~256 KB of cache, and there are about 8 blocks or more to share; at least 16 rows."""
+  return max(16, min(R, (1 << 16) // max(K, 1), -(-R // 8)))
+
+
+def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, og, BR):
+  """C of ``name_rows(ctx, lo, hi)``: for each block of ``BR`` product rows, gather its
+  im2col rows (row-major, ``BR x K``) into the thread's scratch memory and multiply them
+  by the kernel matrix into the block's rows of C (single-threaded BLAS), so the gathered
+  rows are read back from cache and no ``R x K`` matrix is ever written."""
+  nsp = g["nsp"]
+  L = [f"static void {name}_rows(void *vc, int64_t lo, int64_t hi) {{",
+       f"  const {ctx} *cx = (const {ctx} *)vc;",
+       f"  const {t} *restrict X = cx->X;",
+       f"  {t} *restrict Ab = ({t} *)pj_scratch(sizeof({t}) * (size_t){BR * K});",
+       "  if (!Ab) abort();",
+       "  for (int64_t blk = lo; blk < hi; blk++) {",
+       f"    const int64_t r0 = blk * {BR}, r1 = r0 + {BR} < {R} ? r0 + {BR} : {R};",
+       "    for (int64_t r = r0; r < r1; r++) {",
+       f"      {t} *restrict a = Ab + (r - r0) * {K};",
+       "      int64_t rr = r;"]
+  ind = "      "
+  for kind, ax, size in reversed(rorder):
+    L.append(f"{ind}const int64_t {kind}{ax} = rr % {size}; rr /= {size};")
+  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = n0 * {g['xs_n']}, ao_ = 0; (void)ok_;")
+  astride, acc = [], 1
+  for d in reversed(corder):
+    astride.append(acc)
+    acc *= d[2]
+  astride.reverse()
+  prev = "_"
+  for li, (kind, ax, size) in enumerate(corder[:-1]):
+    L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++) {{")
+    ind += "  "
+    cur = f"_{li}"
+    if kind == "c":
+      L.append(f"{ind}const int ok{cur} = ok{prev}; (void)ok{cur};")
+      L.append(f"{ind}const int64_t xo{cur} = xo{prev} + c0 * {xstride[('c', 0)]};")
+    else:
+      s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax],
+                                   g["rdil"][ax], g["in_sp"][ax])
+      ext = (n_in - 1) * ld + 1
+      L.append(f"{ind}const int64_t p{ax} = q{ax} * {s} + k{ax} * {rd} - ({plo});")
+      cond = f"p{ax} >= 0 && p{ax} < {ext}" + (f" && p{ax} % {ld} == 0" if ld > 1 else "")
+      L.append(f"{ind}const int ok{cur} = ok{prev} && ({cond});")
+      L.append(f"{ind}const int64_t xo{cur} = xo{prev} + (ok{cur} ? p{ax} / {ld} : 0) * "
+               f"{g['xs_sp'][ax]};")
+    L.append(f"{ind}const int64_t ao{cur} = ao{prev} + {kind}{ax} * {astride[li]};")
+    prev = cur
+  kind, ax, size = corder[-1]
+  var = f"{kind}{ax}"
+  if kind == "c":
+    xs = xstride[("c", 0)]
+    L.append(f"{ind}if (ok{prev}) {{")
+    L.append(f"{ind}  #pragma omp simd")
+    L.append(f"{ind}  for (int64_t {var} = 0; {var} < {size}; {var}++) "
+             f"a[ao{prev} + {var}] = X[xo{prev} + {var} * {xs}];")
+    L.append(f"{ind}}} else {{")
+    L.append(f"{ind}  for (int64_t {var} = 0; {var} < {size}; {var}++) a[ao{prev} + {var}] = 0;")
+    L.append(f"{ind}}}")
+  else:
+    s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax], g["rdil"][ax],
+                                 g["in_sp"][ax])
+    ext = (n_in - 1) * ld + 1
+    L.append(f"{ind}for (int64_t {var} = 0; {var} < {size}; {var}++) {{")
+    L.append(f"{ind}  const int64_t p = q{ax} * {s} + {var} * {rd} - ({plo});")
+    cond = f"p >= 0 && p < {ext}" + (f" && p % {ld} == 0" if ld > 1 else "")
+    L.append(f"{ind}  const int ok = ok{prev} && ({cond});")
+    L.append(f"{ind}  const int64_t xi = ok ? xo{prev} + (p / {ld}) * {g['xs_sp'][ax]} : 0;")
+    L.append(f"{ind}  a[ao{prev} + {var}] = ok ? X[xi] : ({t})0;")
+    L.append(f"{ind}}}")
+  for _ in corder[:-1]:
+    ind = ind[:-2]
+    L.append(f"{ind}}}")
+  L.append("    }")
+  L.append(f"    pj_gemm_job job = {{{dbl}, 0, {tb}, r1 - r0, {og}, {K}, 1, Ab, cx->B, "
+           f"cx->C + r0 * {og}}};")
+  L.append("    pj_gemm_block(&job, 0, 0, r1 - r0, 0, " + str(og) + ");")
+  L.append("  }")
+  L.append("  pj_unscratch(Ab);")
+  L.append("}")
+  del nsp
+  return L
+
+
 def _gemm_source(node, name, g):
   """C of ``name(P)``: the convolution as one GEMM per (batch group, feature group).
 
@@ -252,7 +338,11 @@ def _gemm_source(node, name, g):
       w_direct, tb = True, 1
   L = []
   ctx = f"{name}_ctx"
-  L.append(f"typedef struct {{ const {t} *X; {t} *A; }} {ctx};")
+  L.append(f"typedef struct {{ const {t} *X; {t} *A; const {t} *B; {t} *C; }} {ctx};")
+  BR = _row_block(R, K)
+  if not ta:
+    L.extend(_row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, og,
+                               BR))
   # --- im2col over the pool, along the nest's outermost dim ----------------------------
   L.append(f"static void {name}_im2col(void *vc, int64_t lo, int64_t hi) {{")
   L.append(f"  const {ctx} *cx = (const {ctx} *)vc;")
@@ -344,20 +434,19 @@ def _gemm_source(node, name, g):
   L.append(f"  const {t} *X = (const {t} *)P[0];")
   L.append(f"  const {t} *W = (const {t} *)P[1];")
   L.append(f"  {t} *Y = ({t} *)P[2];")
-  L.append(f"  {t} *A = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * K});")
+  if ta:
+    L.append(f"  {t} *A = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * K});")
+    L.append("  if (!A) abort();")
+  else:
+    L.append(f"  {t} *A = 0;")
   if not w_direct:
     L.append(f"  {t} *Wm = ({t} *)pj_scratch(sizeof({t}) * (size_t){K * og});")
   if not out_direct:
     L.append(f"  {t} *Cm = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * og});")
-  L.append("  if (!A) abort();")
   L.append("  int pj_prev_threads = pj_blas_get_threads ? pj_blas_get_threads() : 0;")
   L.append("  if (pj_blas_set_threads && pj_prev_threads != 1) pj_blas_set_threads(1);")
   L.append(f"  for (int64_t bg = 0; bg < {groups}; bg++) {{")
   L.append(f"    const int64_t b = bg / {g['G']}, gr = bg % {g['G']};")
-  L.append(f"    {ctx} cx = {{X + b * {nout * g['xs_n']} + gr * {cg * g['xs_c']}, A}};")
-  L.append(f"    if (pj_parallel_for && {R * K} >= 32768) "
-           f"pj_parallel_for({name}_im2col, (void *)&cx, {n0}, {grain});")
-  L.append(f"    else {name}_im2col((void *)&cx, 0, {n0});")
   if w_direct:
     L.append(f"    const {t} *Bm = W;")
   else:
@@ -373,8 +462,18 @@ def _gemm_source(node, name, g):
     L.append("    }")
     L.append(f"    const {t} *Bm = Wm;")
   L.append(f"    {t} *Cp = {'Y' if out_direct else 'Cm'};")
-  L.append(f"    pj_gemm_job job = {{{dbl}, {ta}, {tb}, {R}, {og}, {K}, 1, A, Bm, Cp}};")
-  L.append("    pj_gemm_run(&job);")
+  L.append(f"    {ctx} cx = {{X + b * {nout * g['xs_n']} + gr * {cg * g['xs_c']}, A, Bm, Cp}};")
+  if ta:
+    L.append(f"    if (pj_parallel_for && {R * K} >= 32768) "
+             f"pj_parallel_for({name}_im2col, (void *)&cx, {n0}, {grain});")
+    L.append(f"    else {name}_im2col((void *)&cx, 0, {n0});")
+    L.append(f"    pj_gemm_job job = {{{dbl}, {ta}, {tb}, {R}, {og}, {K}, 1, A, Bm, Cp}};")
+    L.append("    pj_gemm_run(&job);")
+  else:
+    nblk = -(-R // BR)
+    L.append(f"    if (pj_parallel_for && {nblk} > 1 && {R * K * og} >= 65536) "
+             f"pj_parallel_for({name}_rows, (void *)&cx, {nblk}, 1);")
+    L.append(f"    else {name}_rows((void *)&cx, 0, {nblk});")
   if not out_direct:
     L.append(f"    {{ const {t} *restrict cs = Cm;")
     ind = "      "
@@ -391,7 +490,8 @@ def _gemm_source(node, name, g):
     L.append("  pj_unscratch(Cm);")
   if not w_direct:
     L.append("  pj_unscratch(Wm);")
-  L.append("  pj_unscratch(A);")
+  if ta:
+    L.append("  pj_unscratch(A);")
   L.append("}")
   return "\n".join(L) + "\n"
 
