@@ -12,6 +12,10 @@ compiled programs (which call back into Python for such equations).  So:
   from ``lower_fun`` and ``prim`` has no ``impl`` yet, the rule becomes its
   implementation (so a primitive defined only by its lowering runs everywhere).
 
+When ``jit`` compiles a program, equations of primitives with a ``lower_fun`` rule are
+replaced by the rule's equations (``expand_lowered``), as JAX compiles them through their
+lowering, so the CPU compiler can fuse them and keep loops around them in native code.
+
 Differences from JAX: a rule that emits MLIR operations (takes a ``LoweringRuleContext``)
 is recorded but cannot run; a primitive with only such a rule fails when executed.  The
 MLIR builder API (``ir``, ``ir_constant``, ``aval_to_ir_type``, ...) does not exist.

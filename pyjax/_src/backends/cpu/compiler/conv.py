@@ -1,14 +1,15 @@
-"""Native ``conv_general_dilated`` for float32/float64: a direct convolution kernel.
+"""Native ``conv_general_dilated`` for float32/float64.
 
 Any dimension numbers, window strides, padding (negative too), lhs/rhs dilation, feature
-and batch groups.  One work item per (output batch element, output feature): its output
-plane is zeroed, then for each input feature of its group and each kernel offset the
-valid range of the innermost output dimension is computed in closed form and
-``out[q] += w * x[q * stride + k * dilation - lo]`` runs as a ``#pragma omp simd`` loop
-(an input dilated along the innermost dimension checks each position instead).  The work
-items run on pyjax's pool.  Products are summed in (input feature, kernel offset) order
-with fused multiply-adds, so results agree with the NumPy tier's im2col + BLAS to
-rounding, not bit for bit (as XLA's own convolution algorithms differ among themselves).
+and batch groups.  With BLAS (SciPy's ``sgemm``/``dgemm`` pointers set) a convolution is
+im2col + GEMM (``_gemm_source``): product rows are output positions, columns output
+features, the contraction (input feature, kernel offset); channels-last products gather
+and multiply cache-sized row blocks per thread (``_row_block_source``), others gather the
+whole (transposed) matrix on the pool and split one product.  Without BLAS the direct
+kernel runs: one work item per (output batch element, output feature), ``out[q] += w *
+x[q * stride + k * dilation - lo]`` as a ``#pragma omp simd`` loop over the valid range.
+Results agree with the NumPy tier's im2col + BLAS to rounding, not bit for bit (as XLA's
+own convolution algorithms differ among themselves).
 
 Registered in ``opaque.py``: fusion treats the node like a BLAS dot (a group of its own).
 """
