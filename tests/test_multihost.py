@@ -256,3 +256,22 @@ def test_async_limit_in_flight_bytes():
     with pytest.raises(ValueError):
       await lim.wait_for_bytes(11)
   asyncio.run(go())
+
+
+def test_private_tree_util_sees_typed_keys_as_leaves_like_jax():
+  # orbax calls jax._src.tree_util.flatten_one_level; flax tests type(x) in _registry
+  from pyjax._src import tree_util as tu
+  k = pyjax.random.key(0)
+  with pytest.raises(ValueError, match="can't tree-flatten"):
+    tu.flatten_one_level(k)
+  with pytest.raises(ValueError, match="can't tree-flatten"):
+    tu.flatten_one_level_with_keys(k)
+  assert type(k) not in tu._registry and dict in tu._registry
+  assert tu.flatten_one_level({"b": 1, "a": 2}) == ((2, 1), ("a", "b"))
+  jax = pytest.importorskip("jax")
+  from jax._src import tree_util as jtu
+  jk = jax.random.key(0)
+  with pytest.raises(ValueError):
+    jtu.flatten_one_level(jk)
+  assert (type(jk) in jtu._registry) == (type(k) in tu._registry)
+  assert jtu.flatten_one_level({"b": 1, "a": 2}) == ((2, 1), ("a", "b"))

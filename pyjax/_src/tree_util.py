@@ -41,6 +41,7 @@ Differences from JAX
 from __future__ import annotations
 
 # `Any` resolves the annotation of `Static` (its __module__ is set to this one below).
+import sys
 from typing import Any  # noqa: F401
 
 from pyjax._src.tree_util_spec import (  # noqa: F401
@@ -104,6 +105,35 @@ __all__ = [
 ]
 
 
+_flatten_one_level_nodes = flatten_one_level
+_flatten_one_level_with_keys_nodes = flatten_one_level_with_keys
+
+
+def _public_leaf_types():
+  """Types that are leaves for JAX code though pyjax registers them as nodes internally
+  (typed PRNG key arrays, once one exists: see ``tree_util_public``)."""
+  pub = sys.modules.get("pyjax._src.tree_util_public")
+  return pub._leaf_types if pub is not None else ()
+
+
+def flatten_one_level(tree):
+  """``(children, aux_data)`` of a pytree node; ``ValueError`` for a leaf (typed key
+  arrays are leaves, as in JAX)."""
+  lt = _public_leaf_types()
+  if lt and isinstance(tree, lt):
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return _flatten_one_level_nodes(tree)
+
+
+def flatten_one_level_with_keys(tree):
+  """``([(key, child), ...], aux_data)`` of a pytree node; ``ValueError`` for a leaf
+  (typed key arrays are leaves, as in JAX)."""
+  lt = _public_leaf_types()
+  if lt and isinstance(tree, lt):
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return _flatten_one_level_with_keys_nodes(tree)
+
+
 class _RegistryEntry(tuple):
   """``(to_iter, from_iter)`` of a registered node type (JAX's private registry entry)."""
   __slots__ = ()
@@ -129,15 +159,24 @@ class _RegistryView:
   }
 
   def _entries(self):
-    return default_registry._entries
+    lt = _public_leaf_types()
+    return {t: e for t, e in default_registry._entries.items()
+            if not (lt and issubclass(t, lt))}
 
   def __contains__(self, t):
-    return t in self._BUILTIN or t in self._entries()
+    if t in self._BUILTIN:
+      return True
+    if t not in default_registry._entries:
+      return False
+    lt = _public_leaf_types()
+    return not (lt and isinstance(t, type) and issubclass(t, lt))
 
   def __getitem__(self, t):
     if t in self._BUILTIN:
       return self._BUILTIN[t]
-    e = self._entries()[t]
+    if t not in self:
+      raise KeyError(t)
+    e = default_registry._entries[t]
     flatten = e.flatten
     if flatten is None:   # a dataclass node: children are its data fields
       data, meta = tuple(e.data_fields), tuple(e.meta_fields)

@@ -1,4 +1,5 @@
-"""orbax-checkpoint quick start: save a train state (params pytree + optax state + step)
+"""orbax-checkpoint quick start: save a train state (params pytree + optax state + step +
+typed PRNG key)
 with a StandardCheckpointer and a CheckpointManager, restore it, keep training."""
 import json
 import os
@@ -31,7 +32,8 @@ def step(params, opt):
 opt = tx.init(params)
 for _ in range(3):
   params, opt, loss = step(params, opt)
-state = {"params": params, "opt_state": opt, "step": jnp.asarray(3, jnp.int32)}
+state = {"params": params, "opt_state": opt, "step": jnp.asarray(3, jnp.int32),
+         "rng": jax.random.key(3)}
 
 root = tempfile.mkdtemp(prefix="orbax_quickstart_")
 # 1. StandardCheckpointer: save, then restore into the same structure.
@@ -41,7 +43,11 @@ ckptr.save(path, state)
 ckptr.wait_until_finished()
 abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
 restored = ckptr.restore(path, abstract)
-same = jax.tree.map(lambda a, b: bool(np.array_equal(np.asarray(a), np.asarray(b))
+def _data(a):
+  return jax.random.key_data(a) if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+
+
+same = jax.tree.map(lambda a, b: bool(np.array_equal(np.asarray(_data(a)), np.asarray(_data(b)))
                                       and a.dtype == b.dtype and a.shape == b.shape),
                     state, restored)
 
@@ -50,7 +56,8 @@ mngr = ocp.CheckpointManager(os.path.join(root, "mngr"),
                              options=ocp.CheckpointManagerOptions(max_to_keep=1))
 mngr.save(3, args=ocp.args.StandardSave(state))
 params2, opt2, loss2 = step(params, opt)
-state2 = {"params": params2, "opt_state": opt2, "step": jnp.asarray(4, jnp.int32)}
+state2 = {"params": params2, "opt_state": opt2, "step": jnp.asarray(4, jnp.int32),
+          "rng": jax.random.key(4)}
 mngr.save(4, args=ocp.args.StandardSave(state2))
 mngr.wait_until_finished()
 latest = mngr.latest_step()
@@ -72,4 +79,5 @@ print("RESULT " + json.dumps({
     "w_sum": float(restored2["params"]["w"].sum()),
     "emb_dtype": str(restored["params"]["emb"].dtype),
     "mu_sum": float(jax.tree.leaves(restored["opt_state"][0].mu)[0].sum()),
+    "rng_uniform": float(jax.random.uniform(restored["rng"])),
     "losses": losses}))
