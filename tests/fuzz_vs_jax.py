@@ -460,6 +460,11 @@ EXPLAINED = [
      and str(ins[0].dtype) in ("float16", "bfloat16"),
      "half-precision cumulative sums/products: XLA rewrites them into a blocked scan that "
      "rounds partial sums to the half type; pyjax accumulates in float32 in order"),
+    (lambda name, ins, out, p: name == "dot" and all(a.ndim == 1 for a in ins)
+     and any(a.dtype == np.bool_ for a in ins) and not all(a.dtype == np.bool_ for a in ins),
+     "vector-vector dot with a bool operand: XLA decomposes it into a multiply and a sum and "
+     "turns the multiply by the converted bool into a select (NaN . False = 0); pyjax "
+     "multiplies (NaN), as JAX's own matrix products do"),
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),

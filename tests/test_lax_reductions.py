@@ -850,3 +850,17 @@ def test_cumsum_of_negative_zeros_is_positive_zero(compile_mode, dtype):
         o = np.asarray(o).astype(np.complex128).real
         assert not np.signbit(o).any()
         assert np.count_nonzero(o) > 0
+
+
+@pytest.mark.parametrize("compile_mode", ["off", "sync"])
+def test_cumsum_over_a_length_one_axis_is_the_identity(compile_mode):
+  """XLA drops a cumulative sum over a length-1 axis, so -0 stays -0 there (longer axes
+  fold from +0). Found by the differential fuzzer."""
+  from pyjax._src.backends.cpu import executable
+  x = np.full((1, 3), -0.0, np.float32)
+
+  def f(x):
+    return lax.cumsum(x, axis=0), lax.cumsum(x, axis=1)
+  with executable.compile_mode_override(compile_mode):
+    for a0, a1 in (f(x), pyjax.jit(f)(x)):
+      assert np.signbit(np.asarray(a0)).all() and not np.signbit(np.asarray(a1)).any()

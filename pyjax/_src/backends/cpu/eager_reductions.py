@@ -304,7 +304,7 @@ def _cumulative(fn):
 def _cumsum(x, axis):
   xu = _up(x)
   out = np.cumsum(xu, axis=axis, dtype=xu.dtype)
-  if out.dtype.kind in "fc":
+  if out.dtype.kind in "fc" and x.shape[axis] > 1:   # XLA drops a length-1 scan: -0 stays
     # XLA's scan folds from the init +0, so a running sum of -0s is +0; adding +0 turns
     # exactly those -0s into +0 and changes nothing else
     out += out.dtype.type(0)

@@ -477,8 +477,8 @@ def _cum_source(node, name):
   L.append(f"  const {st} *restrict X = (const {st} *)P[0];")
   L.append(f"  {st} *Y = ({st} *)P[1];")
   # XLA's scan folds a float sum from the init +0: the first element enters as 0 + x, so a
-  # -0 becomes +0 (the eager rule does the same)
-  first = (lambda v: f"(({ct})0 + {v})") if (node.prim == "cumsum" and ct in (
+  # -0 becomes +0 (the eager rule does the same); XLA drops a length-1 scan, keeping -0
+  first = (lambda v: f"(({ct})0 + {v})") if (node.prim == "cumsum" and n > 1 and ct in (
       "float", "double")) else (lambda v: v)
   kfirst = f"{n - 1}" if rev else "0"
   knext = "k - 1" if rev else "k + 1"
