@@ -42,6 +42,19 @@ class ShapedArray:
   def update_weak_type(self, weak_type):
     return self if weak_type == self.weak_type else ShapedArray(self.shape, self.dtype, weak_type)
 
+  # JAX's hijax interface of a lo type (hi types lower to lists of these)
+  def normalize(self):
+    return self.strip_weak_type()
+
+  def lo_ty(self):
+    return [self]
+
+  def lower_val(self, val):
+    return [val]
+
+  def raise_val(self, val):
+    return val
+
   def to_tangent_aval(self):
     """The aval of this value's tangents: ``float0`` for integer and boolean dtypes, the
     same dtype otherwise; shape and weak type kept (as JAX's ``to_tangent_aval``)."""

@@ -18,15 +18,16 @@ While a function is staged (``jit``, ``make_jaxpr``, control-flow bodies) a
 ``HiPrimitive`` is lowered as it is bound: its ``to_lojax`` runs on the staging
 interpreter, so the jaxpr holds the lo operations (JAX keeps hi equations in the jaxpr and
 lowers them when compiling; the compiled program is the same).  Hi values created inside
-the staged function may be read and mutated there; immutable hi values from outside may
-be read (their contents become constants of the jaxpr).
+the staged function may be read and mutated there; immutable hi values from outside are
+read (their contents become constants).  A *mutable* hi value (``MutableHiType``: a
+``Box``, a flax.nnx hijax ``Variable``) from outside a jitted function is threaded through
+the program as in JAX: its lo values are inputs read at each call, and the ones the
+function changes are outputs written back into it (through pyjax's ref machinery).
 
-Differs from JAX: a *mutable* hi value (``MutableHiType``, e.g. a ``Box`` or a flax.nnx
-hijax ``Variable``) created outside a staged function cannot be used inside it
-(``TypeError``: JAX makes its lo contents inputs of the program and writes the new ones
-back after each call; pyjax does not thread them, and baking them in as constants would
-go stale).  Hi values cannot be arguments or results of ``jit`` (they are not arrays),
-jaxprs show no hi types, and ``VJPHiPrimitive`` (JAX's newer API) is not provided.
+Differs from JAX: such a value may not change its type (QDD) inside jit (``TypeError``);
+hi values cannot be arguments or results of ``jit`` (they are not arrays); jaxprs show lo
+values and threaded inputs/outputs, no hi types; ``VJPHiPrimitive`` (JAX's newer API) is
+not provided.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray  # noqa: F401  (re-exported)
 from pyjax._src.core import aval_method, aval_property  # noqa: F401  (re-exported)
 from pyjax._src.interpreters import ad
+from pyjax._src.state import types as _ref_types
 from pyjax._src.interpreters.ad import (  # noqa: F401  (re-exported)
     Zero, instantiate_zeros, is_undefined_primal)
 
@@ -230,24 +232,129 @@ def _restore(obj, snap):
     object.__setattr__(obj, k, v)
 
 
+# --- mutable hi values from outside a jit ------------------------------------------------
+# A mutable hi value that a jitted function uses but did not create is threaded through
+# the program as JAX does: its lo values (``aval.read_loval(qdd, value)``) become inputs
+# and, when the function changes them, outputs written back (``update_from_loval``) after
+# each call.  pyjax's ref machinery (``state/jit.py``) does the threading: each lo value
+# is a ``_HiLeafRef`` whose value reads and writes the object itself, so every call of the
+# compiled program sees the object's current contents.  Inside the trace a proxy object
+# (``new_from_loval`` of the lifted values) stands in for the outer one.
+_cells = {}        # id(hi value) -> _HiCell (holds the value: ids are not reused)
+_proxy_ids = {}    # id(proxy) -> proxy, for proxies made inside traces
+
+
+class _HiCell:
+  """The lo storage of one outer mutable hi value, as refs."""
+
+  def __init__(self, obj):
+    self.obj = obj
+    self.aval = core.get_aval(obj)
+    self.qdd = cur_qdd(obj)
+    with core.set_interpreter(core.eval_interpreter):
+      lo = self.read()
+    self.refs = [_HiLeafRef(self, k, v) for k, v in enumerate(lo)]
+
+  def read(self):
+    qdd = cur_qdd(self.obj)
+    if qdd != self.qdd:
+      raise TypeError(f"a {type(self.obj).__name__} used inside jit changed type "
+                      f"({self.qdd} -> {qdd}) since the program was traced")
+    return list(self.aval.read_loval(qdd, self.obj))
+
+  def write(self, k, v):
+    with core.set_interpreter(core.eval_interpreter):
+      lo = self.read()
+      lo[k] = v
+      self.aval.update_from_loval(self.qdd, self.obj, *lo)
+
+
+class _HiLeafRef(_ref_types.Ref):
+  """A ref whose value is the ``k``-th lo value of a hi object (read and written live)."""
+  __slots__ = ("_cell", "_k")
+
+  def __init__(self, cell, k, value):
+    super().__init__(value)
+    self.interp = core.eval_interpreter
+    self._cell, self._k = cell, k
+
+  @property
+  def value(self):
+    with core.set_interpreter(core.eval_interpreter):
+      return self._cell.read()[self._k]
+
+  @value.setter
+  def value(self, v):
+    self._cell.write(self._k, v)
+
+
+def _cell_of(obj):
+  cell = _cells.get(id(obj))
+  if cell is None or cell.obj is not obj or cell.qdd != cur_qdd(obj):
+    # a new trace of a value whose type changed gets new storage (programs traced for
+    # the old type raise TypeError when called: JAX would retrace them)
+    cell = _cells[id(obj)] = _HiCell(obj)
+  return cell
+
+
+def _proxy_in_frame(frame, obj):
+  """The stand-in for ``obj`` inside the jit trace of ``frame`` (made on first use)."""
+  proxies = frame.__dict__.setdefault("_hijax_proxies", {})
+  hit = proxies.get(id(obj))
+  if hit is not None:
+    return hit
+  cell = _cell_of(obj)
+  slots = [_ref_types.slot(r) for r in cell.refs]
+  proxy = cell.aval.new_from_loval(cell.qdd, *[s.value for s in slots])
+  _proxy_ids[id(proxy)] = proxy
+  proxies[id(obj)] = hit = (proxy, cell, slots)
+  return hit
+
+
+def _write_proxy(prim, proxy, cell, slots):
+  """Record a proxy's new lo values in its frame's slots (outputs of the program)."""
+  qdd = cur_qdd(proxy)
+  if qdd != cell.qdd:
+    raise TypeError(f"hijax primitive '{prim.name}' changed the type of a "
+                    f"{type(cell.obj).__name__} created outside jit ({cell.qdd} -> {qdd}); "
+                    "pyjax threads such values through jit only when their type is kept")
+  new = cell.aval.read_loval(qdd, proxy)
+  for s, v in zip(slots, new):
+    if v is not s.value:
+      _ref_types.check_write(s, v)
+      s.value = v
+      s.written = True
+
+
 def _bind_staged(prim, interp, args, params):
   """A hi primitive bound while ``interp`` stages a jaxpr: lowered now (its ``to_lojax``
   runs on the staging interpreter, so the jaxpr records the lo operations).  Hi values
   created by hi primitives in this trace may be mutated; mutating one created outside it
   (whose new contents would be this trace's tracers) raises ``TypeError``."""
   created = interp.__dict__.setdefault("_hijax_created", {})
-  outside = [a for a in args if _is_hi_value(a) and id(a) not in created]
-  for a in outside:
-    if getattr(core.get_aval(a), "has_qdd", False):
-      # Its contents could change between calls of the compiled program, which would
-      # keep reading the ones seen while tracing: refuse rather than go stale.
+  outside = [a for a in args if _is_hi_value(a) and id(a) not in created
+             and id(a) not in _proxy_ids]
+  threaded = []
+  if any(getattr(core.get_aval(a), "has_qdd", False) for a in outside):
+    frames = _ref_types.current_frames()
+    if not frames:
       raise TypeError(
-          f"hijax primitive '{prim.name}' was applied to a mutable {type(a).__name__} "
-          "created outside the function being staged (jit, make_jaxpr or a control-flow "
-          "body); pyjax does not thread mutable hijax values through staged functions: "
-          "create it inside, or pass its contents in and out.")
+          f"hijax primitive '{prim.name}' was applied to a mutable hijax value created "
+          "outside the function being staged (a control-flow body or a trace that is not "
+          "a jit): pyjax threads such values through jit only; create it inside, or pass "
+          "its contents in and out.")
+    args = list(args)
+    for i, a in enumerate(args):
+      if any(a is o for o in outside) and getattr(core.get_aval(a), "has_qdd", False):
+        proxy, cell, slots = _proxy_in_frame(frames[-1], a)
+        threaded.append((proxy, cell, slots, _snapshot(proxy)))
+        args[i] = proxy
+    outside = [a for a in outside if not getattr(core.get_aval(a), "has_qdd", False)]
   snaps = [(a, _snapshot(a)) for a in outside]
   out = prim.to_lojax(*args, **params)
+  for proxy, cell, slots, snap in threaded:
+    if _changed(proxy, snap):
+      _write_proxy(prim, proxy, cell, slots)
   for a, snap in snaps:
     if _changed(a, snap):
       _restore(a, snap)

@@ -1,5 +1,5 @@
 """flax.nnx Variables backed by refs (``ref=True``: jax.new_ref) and by hijax types
-(``hijax=True``): eager use, in-place updates, grad; ref Variables read under jit."""
+(``hijax=True``): eager use, in-place updates, reads and writes under jit, grad."""
 import json
 
 import jax
@@ -16,7 +16,13 @@ for mode in ("ref", "hijax"):
   res[mode + "_eager"] = float(lin(x).sum())
   v[...] = v[...] * 2 + 1
   res[mode + "_updated"] = v[...].tolist()
-  if mode == "ref":   # pyjax does not thread mutable hijax values through jit (TypeError)
-    res[mode + "_jit"] = float(jax.jit(lambda x: lin(x).sum())(x))
+  res[mode + "_jit"] = float(jax.jit(lambda x: lin(x).sum())(x))
+
+  @jax.jit
+  def bump(d):   # writes a Variable created outside jit
+    v[...] = v[...] + d
+    return v[...].sum()
+  res[mode + "_bump"] = [float(bump(jnp.ones(3))), float(bump(jnp.ones(3)))]
+  res[mode + "_after_bump"] = v[...].tolist()
   res[mode + "_grad"] = jax.grad(lambda w: jnp.tanh(x @ w).sum())(lin.kernel[...]).tolist()
 print("RESULT " + json.dumps(res))
