@@ -335,11 +335,13 @@ class AsyncManager:
     self._thread.start()
 
   def check_for_errors(self):
+    """Raise (once) the error of the last background commit, if it failed."""
     if self._exception is not None:
       e, self._exception = self._exception, None
       raise e
 
   def wait_until_finished(self):
+    """Join the background commit and raise its error, if any."""
     if self._thread is not None:
       self._thread.join()
       self._thread = None

@@ -27,6 +27,7 @@ class State:
 
   def initialize(self, coordinator_address=None, num_processes=None, process_id=None,
                  local_device_ids=None, **kwargs):
+    """Record a one-process configuration (RuntimeError for any other)."""
     del local_device_ids, kwargs
     if self.initialized:
       raise RuntimeError("distributed.initialize should only be called once.")
@@ -41,6 +42,7 @@ class State:
     self.initialized = True
 
   def shutdown(self):
+    """Forget the configuration."""
     self.coordinator_address = None
     self.initialized = False
 

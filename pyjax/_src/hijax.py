@@ -504,12 +504,15 @@ class Box(metaclass=_BoxMeta):
     return new
 
   def get(self):
+    """The pytree the box holds."""
     return box_get(self)
 
   def set(self, val):
+    """Make the box hold the pytree ``val``."""
     box_set(self, val)
 
   def cur_qdd(self):
+    """The box's type state (``BoxTypeState``)."""
     return self.type_state()
 
   @property
@@ -537,6 +540,7 @@ effects.custom_derivatives_allowed_effects.add_type(BoxEffect)
 
 
 class NewBox(HiPrimitive):
+  """``new_box``: a new empty Box."""
   def abstract_eval(self, *, treedef):
     leaves, treedef = tree_util.tree_flatten(None)
     return AvalQDD(BoxTy(), BoxTypeState(tuple(leaves), treedef)), {box_effect}
@@ -549,6 +553,7 @@ new_box_p = NewBox("new_box")
 
 
 class BoxSet(HiPrimitive):
+  """``box_set``: store a pytree's leaves in a Box (updating its type state)."""
   multiple_results = True
 
   def abstract_eval(self, box_ty, *leaf_avals, treedef):
@@ -574,6 +579,7 @@ box_set_p = BoxSet("box_set")
 
 
 class BoxGet(HiPrimitive):
+  """``box_get``: the leaves a Box holds."""
   multiple_results = True
 
   def abstract_eval(self, box_ty, *, avals):
