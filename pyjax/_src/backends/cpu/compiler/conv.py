@@ -94,11 +94,16 @@ def work(node):
 
 def kernel_source(node, name):
   """C of ``name(void *const *P)``: ``P`` = (lhs, rhs, out) data pointers.  With BLAS
-  (``pj_sgemm``/``pj_dgemm`` set) the convolution runs as im2col + GEMM (``_gemm_source``),
-  else as the direct kernel."""
+  (``pj_sgemm``/``pj_dgemm`` set) a convolution whose innermost input or output dimension
+  is not spatial (channels-last, and the transposed convolutions of their gradients) runs
+  as im2col + GEMM (``_gemm_source``), everything else as the direct kernel."""
   g = _geometry(node)
   direct = _direct_source(node, name + "_direct")
-  gemm = _gemm_source(node, name + "_gemm", g)
+  # spatial-innermost layouts (NCHW): the direct kernel's SIMD loop runs along contiguous
+  # rows of input and output, and beats a GEMM over few channels (a 3-channel 8x64x64
+  # image: 1.4 vs 2.8 ms; a depthwise 5x5 blur: 3.3 vs 70 ms)
+  spatial_inner = g["os_sp"][-1] == 1 and g["xs_sp"][-1] == 1
+  gemm = None if spatial_inner else _gemm_source(node, name + "_gemm", g)
   if gemm is None:
     return direct + f"static void {name}(void *const *P) {{ {name}_direct(P); }}\n"
   return (direct + gemm + f"static void {name}(void *const *P) {{\n"
