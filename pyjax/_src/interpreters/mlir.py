@@ -136,6 +136,8 @@ def _trace_rule(core, rule, prim, eqn, depth):
   except Exception:  # noqa: BLE001 -- a rule that cannot be traced stays a call
     return None
   outs = sub.jaxpr.outvars
+  if sub.jaxpr.effects or any(e.effects for e in sub.jaxpr.eqns):
+    return None   # effects stay behind the primitive (the jaxpr's effect set is kept)
   if len(outs) != len(eqn.outvars) or any(
       getattr(o.aval, "shape", None) != getattr(v.aval, "shape", None) or
       getattr(o.aval, "dtype", None) != getattr(v.aval, "dtype", None)
