@@ -221,7 +221,6 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
   im2col rows (row-major, ``BR x K``) into the thread's scratch memory and multiply them
   by the kernel matrix into the block's rows of C (single-threaded BLAS), so the gathered
   rows are read back from cache and no ``R x K`` matrix is ever written."""
-  nsp = g["nsp"]
   L = [f"static void {name}_rows(void *vc, int64_t lo, int64_t hi) {{",
        f"  const {ctx} *cx = (const {ctx} *)vc;",
        f"  const {t} *restrict X = cx->X;",
@@ -292,7 +291,6 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
   L.append("  }")
   L.append("  pj_unscratch(Ab);")
   L.append("}")
-  del nsp
   return L
 
 
@@ -412,13 +410,11 @@ def _gemm_source(node, name, g):
     L.append(f"{ind}  for (int64_t {var} = v_lo; {var} < v_hi; {var}++) A[ao{prev} + {var}] = 0;")
     L.append(f"{ind}}}")
   else:
-    other = ("k" if kind == "q" else "q", ax)
     s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax], g["rdil"][ax],
                                  g["in_sp"][ax])
     ext = (n_in - 1) * ld + 1
     qexpr = var if kind == "q" else f"q{ax}"
     kexpr = var if kind == "k" else f"k{ax}"
-    assert other in bound or nsp >= 1
     L.append(f"{ind}for (int64_t {var} = v_lo; {var} < v_hi; {var}++) {{")
     L.append(f"{ind}  const int64_t p = {qexpr} * {s} + {kexpr} * {rd} - ({plo});")
     cond = f"p >= 0 && p < {ext}" + (f" && p % {ld} == 0" if ld > 1 else "")
