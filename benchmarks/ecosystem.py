@@ -21,7 +21,9 @@ script, ``import jax`` resolved to pyjax). A worker times the first call (trace 
 pyjax: trace + its NumPy tier), runs ``--steps`` training steps from the initial state and
 records the last loss (so equal results are visible), warms up (pyjax: until its native
 build is in), then times ``--calls`` steps one by one, each waiting for its result, and
-prints the median. The driver prints per-case medians over the rounds and pyjax/JAX.
+prints the median wall time and the median CPU time of the process per step (all its
+threads: on a loaded machine the steadier measure of the work done). The driver prints
+per-case medians over the rounds and pyjax/JAX.
 """
 from __future__ import annotations
 
@@ -292,19 +294,21 @@ def main():
           print(f"round {r + 1} {c:13s} {s:6s} median {res['median_ms']:8.3f} ms  "
                 f"first {res['first_ms']:8.1f} ms  loss {res['loss']:.6g}", flush=True)
   print()
-  print("| case | pyjax ms | JAX ms | pyjax/JAX | first call pyjax ms | JAX ms | loss pyjax |"
-        " loss JAX |")
-  print("|---|---:|---:|---:|---:|---:|---:|---:|")
+  print("| case | pyjax ms | JAX ms | pyjax/JAX | pyjax CPU ms | JAX CPU ms | CPU ratio |"
+        " first call pyjax ms | JAX ms | loss pyjax | loss JAX |")
+  print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   ratios = []
   for c in cases:
     pj, jx = results[(c, "pyjax")], results[(c, "jax")]
     if not pj or not jx:
-      print(f"| {c} | failed | | | | | | |")
+      print(f"| {c} | failed | | | | | | | | | |")
       continue
-    med = lambda rs, k: statistics.median(r[k] for r in rs)
+    med = lambda rs, k: statistics.median(r[k] for r in rs)  # noqa: E731
     ratio = med(pj, "median_ms") / med(jx, "median_ms")
+    cratio = med(pj, "cpu_ms") / med(jx, "cpu_ms")
     ratios.append(ratio)
     print(f"| {c} | {med(pj, 'median_ms'):.3f} | {med(jx, 'median_ms'):.3f} | {ratio:.2f} | "
+          f"{med(pj, 'cpu_ms'):.3f} | {med(jx, 'cpu_ms'):.3f} | {cratio:.2f} | "
           f"{med(pj, 'first_ms'):.0f} | {med(jx, 'first_ms'):.0f} | {pj[-1]['loss']:.6g} | "
           f"{jx[-1]['loss']:.6g} |")
   if ratios:
