@@ -97,6 +97,23 @@ def test_collectives_equal_vmap_collectives(name):
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+@pytest.mark.parametrize("in_axis", [0, 1])
+def test_vmap_of_shard_map_equals_a_loop(in_axis):
+  """vmap batches the per-device program (the vmapped axis is unsharded): the same as a
+  Python loop of shard_map calls, with psum inside; also under jit."""
+  m = _mesh()
+  g = pyjax.shard_map(lambda a, b: (lax.psum(a * b, "x"), a + 1), mesh=m,
+                      in_specs=(P("x"), P()), out_specs=(P(), P("x")))
+  A = np.arange(24, dtype=np.float32).reshape(3, 8)
+  B = np.float32(2.0)
+  ref = [g(A[i], B) for i in range(3)]
+  v = pyjax.vmap(g, in_axes=(in_axis, None))
+  for h in (v, pyjax.jit(v)):
+    out = h(A if in_axis == 0 else A.T.copy(), B)
+    for k in range(2):
+      np.testing.assert_array_equal(np.asarray(out[k]), np.stack([np.asarray(r[k]) for r in ref]))
+
+
 def test_shard_map_under_jit(oracle):
   f = pyjax.jit(pyjax.shard_map(lambda b: jnp.sin(b) + lax.psum(b, "y"), mesh=_mesh(),
                                 in_specs=P("x", "y"), out_specs=P("x", "y")))

@@ -14,8 +14,8 @@ runs as a host step of the compiled program).
 
 Differs from JAX: ``check_vma`` checks nothing (pyjax has no varying-manual-axes types);
 an output whose ``out_specs`` leaves out a mesh axis takes each device's own value without
-verifying that it is the same along that axis; no JVP/transpose/batching rules yet (grad
-or vmap of a shard_map raises); ``axis_names`` naming a subset of the mesh axes runs the
+verifying that it is the same along that axis; vmap batches the body (the vmapped axis is
+unsharded); no JVP/transpose rules yet (grad of a shard_map raises); ``axis_names`` naming a subset of the mesh axes runs the
 other axes' devices as replicas.
 """
 from __future__ import annotations
@@ -281,6 +281,28 @@ def _shard_map_impl(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check_
 
 
 shard_map_p.def_impl(_shard_map_impl)
+
+
+def _shard_map_batch(axis_data, args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                     check_vma):
+  """vmap of shard_map: the vmapped axis is not sharded, so it enters every device's
+  program whole, in front (specs gain a leading None), and the body is vmapped."""
+  nm = batching.not_mapped
+  args = [x if d is nm else batching.bdim_at_front(x, d, axis_data.size)
+          for x, d in zip(args, dims)]
+  in_dims = [nm if d is nm else 0 for d in dims]
+  pairs = [(n, s) for n, s in zip(mesh.axis_names, mesh.devices.shape) if n in manual_axes]
+  with batching.extend_axis_env(pairs):
+    new, _ = batching.batch_jaxpr_axes(jaxpr, axis_data, in_dims,
+                                       out_dims=[0] * len(jaxpr.out_avals))
+  new_in = tuple(s if d is nm else PartitionSpec(None, *s) for s, d in zip(in_specs, in_dims))
+  new_out = tuple(PartitionSpec(None, *s) for s in out_specs)
+  outs = shard_map_p.bind(*args, jaxpr=new, mesh=mesh, in_specs=new_in, out_specs=new_out,
+                          manual_axes=manual_axes, check_vma=check_vma)
+  return outs, [0] * len(outs)
+
+
+batching.axis_primitive_batchers[shard_map_p] = _shard_map_batch
 
 
 # --- the public function -------------------------------------------------------------------
