@@ -226,3 +226,14 @@ def test_pmap_chains_bit_identical_to_sequential():
   par = np.asarray(pyjax.pmap(chain)(keys))
   seq = np.stack([np.asarray(pyjax.jit(chain)(k)) for k in keys])
   np.testing.assert_array_equal(par, seq)
+
+
+def test_pmap_keyword_arguments_are_mapped():
+  """As JAX: keyword arguments are mapped over their leading axis (values from real JAX:
+  psum over the device axis of x*y, plus z)."""
+  f = pyjax.pmap(lambda x, y=0, *, z: lax.psum(x * y, "i") + z, axis_name="i")
+  x = np.arange(8, dtype=np.float32).reshape(4, 2)
+  assert np.asarray(f(x, y=x + 1, z=x * 2)).tolist() == [
+      [68.0, 102.0], [72.0, 106.0], [76.0, 110.0], [80.0, 114.0]]
+  assert np.asarray(f(x, x, z=x)).tolist() == [
+      [56.0, 85.0], [58.0, 87.0], [60.0, 89.0], [62.0, 91.0]]

@@ -64,13 +64,24 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     raise ValueError("static_broadcasted_argnums and donate_argnums cannot intersect.")
   name = axis_name if axis_name is not None else _PMAP_AXIS
   cache = {}
+  kw_cache = {}
 
   @functools.wraps(fun)
   def pmapped(*args, **kwargs):
     from pyjax._src.shard_map import shard_map
     if kwargs:
-      raise NotImplementedError("pmap does not support keyword arguments; pass them "
-                                "positionally")
+      # as JAX: keyword arguments are mapped over their leading axis (in_axes is for the
+      # positional ones); they travel as one extra positional dict
+      kkey = (len(args), tuple(sorted(kwargs)))
+      inner = kw_cache.get(kkey)
+      if inner is None:
+        axes = (tuple(in_axes) if isinstance(in_axes, (tuple, list))
+                else (in_axes,) * len(args))
+        inner = kw_cache[kkey] = pmap(
+            lambda *a: fun(*a[:-1], **a[-1]), axis_name, in_axes=axes + (0,),
+            out_axes=out_axes, static_broadcasted_argnums=static, devices=devices,
+            axis_size=axis_size, donate_argnums=donate)
+      return inner(*args, dict(kwargs))
     nargs = len(args)
     stat = tuple(i if i >= 0 else i + nargs for i in static)
     dyn_idx = [i for i in range(nargs) if i not in stat]
