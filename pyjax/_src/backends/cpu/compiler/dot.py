@@ -20,17 +20,9 @@ import numpy as np
 
 from pyjax._src.backends.cpu.compiler import gemm_c
 from pyjax._src.backends.cpu.compiler import lower_c as L
-from pyjax._src.backends.cpu.compiler.ir import Node, Value
+from pyjax._src.backends.cpu.compiler.ir import Node, Value, dot_dims as _dims
 
 _INT_MAX = 2 ** 31 - 1
-
-
-def _dims(node):
-  (lc, rc), (lb, rb) = node.params["dimension_numbers"]
-  lhs, rhs = node.ins
-  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
-  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
-  return list(lc), list(rc), list(lb), list(rb), lf, rf
 
 
 def orientation(node):

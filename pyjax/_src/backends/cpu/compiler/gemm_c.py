@@ -49,7 +49,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler import opaque
-from pyjax._src.backends.cpu.compiler.ir import Value
+from pyjax._src.backends.cpu.compiler.ir import Value, dot_dims as _dims
 
 PRIM = "dot_general"
 
@@ -462,14 +462,6 @@ static void {name}(const pj_xg_t *G) {{
 
 
 # --- compiled tier (opaque kernel) --------------------------------------------------------
-def _dims(node):
-  (lc, rc), (lb, rb) = node.params["dimension_numbers"]
-  lhs, rhs = node.ins
-  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
-  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
-  return list(lc), list(rc), list(lb), list(rb), lf, rf
-
-
 def node_supported(node):
   """Whether the dot ``node`` has this native kernel (dtypes only; layouts are made
   canonical by ``dot.canonicalize``)."""

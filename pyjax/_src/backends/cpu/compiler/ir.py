@@ -194,3 +194,13 @@ def strides(shape):
   for i in range(len(shape) - 2, -1, -1):
     s[i] = s[i + 1] * shape[i + 1]
   return s
+
+
+def dot_dims(node):
+  """A ``dot_general`` node's dimensions: (lhs contracting, rhs contracting, lhs batch,
+  rhs batch, lhs free, rhs free), each a list of axes."""
+  (lc, rc), (lb, rb) = node.params["dimension_numbers"]
+  lhs, rhs = node.ins
+  lf = [i for i in range(lhs.ndim) if i not in lb and i not in lc]
+  rf = [i for i in range(rhs.ndim) if i not in rb and i not in rc]
+  return list(lc), list(rc), list(lb), list(rb), lf, rf
