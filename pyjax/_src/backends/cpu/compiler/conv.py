@@ -294,6 +294,14 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
   return L
 
 
+def _loop_nest(L, order, ind):
+  """Append C for-loops over ``order`` ((kind, axis, size) triples), outermost first;
+  returns the indentation of the body."""
+  for kind, ax, size in order:
+    L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++)")
+    ind += "  "
+  return ind
+
 def _gemm_source(node, name, g):
   """C of ``name(P)``: the convolution as one GEMM per (batch group, feature group).
 
@@ -454,10 +462,7 @@ def _gemm_source(node, name, g):
   else:
     # Wm[c][o] = W[(bg * og + o) * ws_o + c-dims]
     L.append(f"    {{ {t} *restrict wd = Wm;")
-    ind = "      "
-    for kind, ax, size in corder:
-      L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++)")
-      ind += "  "
+    ind = _loop_nest(L, corder, "      ")
     woff = " + ".join(f"{kind}{ax} * {wstride[(kind, ax)]}" for kind, ax, _ in corder)
     L.append(f"{ind}for (int64_t o = 0; o < {og}; o++) "
              f"*wd++ = W[(bg * {og} + o) * {g['ws_o']} + {woff}];")
@@ -478,10 +483,7 @@ def _gemm_source(node, name, g):
     L.append(f"    else {name}_rows((void *)&cx, 0, {nblk});")
   if not out_direct:
     L.append(f"    {{ const {t} *restrict cs = Cm;")
-    ind = "      "
-    for kind, ax, size in rorder:
-      L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++)")
-      ind += "  "
+    ind = _loop_nest(L, rorder, "      ")
     yoff = " + ".join(f"{kind}{ax} * {ostride[(kind, ax)]}" for kind, ax, _ in rorder)
     L.append(f"{ind}for (int64_t o = 0; o < {og}; o++) "
              f"Y[{yoff} + (bg * {og} + o) * {g['os_o']}] = *cs++;")
