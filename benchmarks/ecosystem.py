@@ -2,7 +2,7 @@
 
     python benchmarks/ecosystem.py [--rounds N] [--only SUBSTR] [--steps N]
 
-Each case is a training step as the library's quick start would write it:
+Each case is a training (or solve) step as the library's quick start would write it:
 
 * ``flax_mlp``: flax.linen MLP 784-512-512-10, batch 128, optax adam, softmax
   cross-entropy;
@@ -13,7 +13,28 @@ Each case is a training step as the library's quick start would write it:
   step with ``filter_value_and_grad`` and optax adam;
 * ``optax_mlp``: a plain jitted MLP (dict of arrays) 784-512-512-10, batch 128, optax adam;
 * ``diffrax_grad``: ``grad`` through ``diffeqsolve`` (Tsit5, PID controller, 8-dimensional
-  linear ODE, adjoint = the default ``RecursiveCheckpointAdjoint``), jitted.
+  linear ODE, adjoint = the default ``RecursiveCheckpointAdjoint``), jitted;
+* ``nnx_mlp``: flax.nnx MLP 784-512-512-10 (``nnx.Linear`` layers), batch 128,
+  ``nnx.Optimizer`` (optax adam), an ``nnx.jit`` step with ``nnx.value_and_grad``;
+* ``nnx_cnn``: the flax.nnx quick start's CNN (Conv(1, 4, 3x3) - BatchNorm - relu -
+  Dropout(0.25) - avg_pool - Linear(64, 3)) on 8 images of 8x8x1, sgd with momentum,
+  ``nnx.jit`` step in train mode (dropout keys from the model's ``Rngs``);
+* ``lineax_solve``: ``value_and_grad`` through ``lx.linear_solve`` of a 64x64
+  ``MatrixLinearOperator`` (the default LU solver), loss ``|x - target|^2``, a gradient
+  step on the matrix, jitted;
+* ``optimistix_root``: a jitted ``optx.root_find`` with ``optx.Newton`` of the quick
+  start's ``tanh(y + a) - b * y`` on 64 elements (5 Newton steps, dense 64x64 Jacobian);
+  "loss" = the sum of the root (no state changes between calls);
+* ``tfp_step`` / ``distrax_step``: fit a Normal's ``loc`` and ``log_scale`` to 1,024
+  points by the negative log-likelihood of ``tfp.substrates.jax``'s ``tfd.Normal`` /
+  ``distrax.Normal``, ``value_and_grad`` + optax adam, jitted;
+* ``orbax_save_restore``: not a training step: one ``ocp.StandardCheckpointer`` save
+  (``force=True``, overwriting the last one; waits until finished) and restore of the
+  784-512-512-10 MLP's params and adam state (3 x 669,706 float32: 8 MB) in a temporary
+  directory; "loss" = a checksum of the restored values.
+
+``--only`` selects the cases whose name contains SUBSTR (``--only nnx`` runs both nnx
+cases).
 
 Every (round, case, side) runs in a fresh interpreter: real JAX as ``python this_file
 --worker CASE`` and pyjax as ``python -m pyjax run this_file --worker CASE`` (the same
@@ -39,7 +60,9 @@ import time
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
-CASES = ("flax_mlp", "flax_cnn", "equinox_mlp", "optax_mlp", "diffrax_grad")
+CASES = ("flax_mlp", "flax_cnn", "equinox_mlp", "optax_mlp", "diffrax_grad", "nnx_mlp",
+         "nnx_cnn", "lineax_solve", "optimistix_root", "tfp_step", "distrax_step",
+         "orbax_save_restore")
 
 
 # --- the steps (run inside a worker; ``jax`` is real JAX or pyjax) ------------------------
@@ -222,6 +245,206 @@ def case_diffrax_grad(jax):
   return run
 
 
+def case_nnx_mlp(jax):
+  import optax
+  from flax import nnx
+
+  class MLP(nnx.Module):
+    def __init__(self, sizes, *, rngs):
+      self.layers = nnx.List([nnx.Linear(m, n, rngs=rngs)
+                              for m, n in zip(sizes[:-1], sizes[1:])])
+
+    def __call__(self, x):
+      for layer in self.layers[:-1]:
+        x = nnx.relu(layer(x))
+      return self.layers[-1](x)
+
+  x, y = _data(jax, 128, (784,))
+  model = MLP((784, 512, 512, 10), rngs=nnx.Rngs(1))
+  optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+
+  @nnx.jit
+  def step(model, optimizer):
+    def loss_fn(model):
+      return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+  return lambda: step(model, optimizer)
+
+
+def case_nnx_cnn(jax):
+  import jax.numpy as jnp
+  import optax
+  from flax import nnx
+
+  class CNN(nnx.Module):  # the flax.nnx quick start's CNN (tests/ecosystem/scripts)
+    def __init__(self, *, rngs):
+      self.conv = nnx.Conv(1, 4, kernel_size=(3, 3), rngs=rngs)
+      self.bn = nnx.BatchNorm(4, rngs=rngs)
+      self.dropout = nnx.Dropout(0.25, rngs=rngs)
+      self.linear = nnx.Linear(4 * 4 * 4, 3, rngs=rngs)
+
+    def __call__(self, x):
+      x = nnx.relu(self.bn(self.conv(x)))
+      x = self.dropout(x)
+      x = nnx.avg_pool(x, (2, 2), strides=(2, 2))
+      return self.linear(x.reshape((x.shape[0], -1)))
+
+  imgs = jax.random.normal(jax.random.PRNGKey(0), (8, 8, 8, 1))
+  labels = jnp.arange(8) % 3
+  model = CNN(rngs=nnx.Rngs(params=1, dropout=2))
+  optimizer = nnx.Optimizer(model, optax.sgd(0.05, momentum=0.9), wrt=nnx.Param)
+  model.train()
+
+  @nnx.jit
+  def step(model, optimizer):
+    def loss_fn(model):
+      logits = model(imgs)
+      return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+
+  return lambda: step(model, optimizer)
+
+
+def case_lineax_solve(jax):
+  import jax.numpy as jnp
+  import lineax as lx
+
+  n = 64
+  k1, k2, k3 = jax.random.split(jax.random.PRNGKey(1), 3)
+  a = jax.random.normal(k1, (n, n)) / math.sqrt(n) + 2.0 * jnp.eye(n)
+  b = jax.random.normal(k2, (n,))
+  target = jax.random.normal(k3, (n,))
+
+  def loss_fn(a):
+    x = lx.linear_solve(lx.MatrixLinearOperator(a), b).value  # LU, the default solver
+    return jnp.sum((x - target) ** 2)
+
+  @jax.jit
+  def step(a):
+    loss, g = jax.value_and_grad(loss_fn)(a)
+    return a - 0.05 * g, loss
+
+  state = [a]
+
+  def run():
+    state[0], loss = step(state[0])
+    return loss
+  return run
+
+
+def case_optimistix_root(jax):
+  import jax.numpy as jnp
+  import optimistix as optx
+
+  n = 64
+
+  def fn(y, args):  # the optimistix quick start's function, one root per element
+    a, b = args
+    return jnp.tanh(y + a) - b * y
+
+  args = (jnp.linspace(-1.0, 1.0, n), jnp.linspace(1.2, 2.0, n))  # 5 Newton steps from 0.5
+  solver = optx.Newton(rtol=1e-6, atol=1e-6)
+
+  @jax.jit
+  def step(args):
+    sol = optx.root_find(fn, solver, jnp.full((n,), 0.5), args=args)
+    return jnp.sum(sol.value)
+
+  return lambda: step(args)
+
+
+def _fit_data(jax):
+  return 3.0 + 0.5 * jax.random.normal(jax.random.PRNGKey(1), (1024,))
+
+
+def case_tfp_step(jax):
+  import jax.numpy as jnp
+  import optax
+  from tensorflow_probability.substrates import jax as tfp
+
+  tfd = tfp.distributions
+  data = _fit_data(jax)
+  params = {"loc": jnp.array(0.0), "log_scale": jnp.array(0.0)}
+  tx = optax.adam(0.1)
+  opt = tx.init(params)
+
+  @jax.jit
+  def step(params, opt):
+    def nll(p):
+      return -tfd.Normal(p["loc"], jnp.exp(p["log_scale"])).log_prob(data).mean()
+    loss, g = jax.value_and_grad(nll)(params)
+    updates, opt = tx.update(g, opt)
+    return optax.apply_updates(params, updates), opt, loss
+
+  state = [params, opt]
+
+  def run():
+    state[0], state[1], loss = step(state[0], state[1])
+    return loss
+  return run
+
+
+def case_distrax_step(jax):
+  import distrax
+  import jax.numpy as jnp
+  import optax
+
+  data = _fit_data(jax)
+  params = {"loc": jnp.array(0.0), "log_scale": jnp.array(0.0)}
+  tx = optax.adam(0.1)
+  opt = tx.init(params)
+
+  @jax.jit
+  def step(params, opt):
+    def nll(p):
+      return -distrax.Normal(p["loc"], jnp.exp(p["log_scale"])).log_prob(data).mean()
+    loss, g = jax.value_and_grad(nll)(params)
+    updates, opt = tx.update(g, opt)
+    return optax.apply_updates(params, updates), opt, loss
+
+  state = [params, opt]
+
+  def run():
+    state[0], state[1], loss = step(state[0], state[1])
+    return loss
+  return run
+
+
+def case_orbax_save_restore(jax):
+  import atexit
+  import shutil
+  import tempfile
+
+  import jax.numpy as jnp
+  import optax
+  import orbax.checkpoint as ocp
+
+  sizes = (784, 512, 512, 10)
+  keys = jax.random.split(jax.random.PRNGKey(1), len(sizes) - 1)
+  params = [{"w": jax.random.normal(k, (m, n)) * (1.0 / math.sqrt(m)), "b": jnp.zeros(n)}
+            for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
+  tx = optax.adam(1e-3)
+  state = {"params": params, "opt_state": tx.init(params)}
+  abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+  root = tempfile.mkdtemp(prefix="ecosystem_orbax_")
+  atexit.register(shutil.rmtree, root, True)
+  path = os.path.join(root, "state")
+  ckptr = ocp.StandardCheckpointer()
+  atexit.register(ckptr.close)
+
+  def run():  # one save (overwriting the last one) + one restore; "loss": a checksum
+    ckptr.save(path, state, force=True)
+    ckptr.wait_until_finished()
+    restored = ckptr.restore(path, abstract)
+    return jnp.sum(restored["params"][0]["w"][0]) + restored["opt_state"][0].count
+  return run
+
+
 def worker(case, steps, calls, warm_seconds):
   import jax
   pyjax = jax.__name__ == "pyjax"
@@ -291,7 +514,7 @@ def main():
         res = _run_worker(c, s, args)
         if res is not None:
           results[(c, s)].append(res)
-          print(f"round {r + 1} {c:13s} {s:6s} median {res['median_ms']:8.3f} ms  "
+          print(f"round {r + 1} {c:18s} {s:6s} median {res['median_ms']:8.3f} ms  "
                 f"first {res['first_ms']:8.1f} ms  loss {res['loss']:.6g}", flush=True)
   print()
   print("| case | pyjax ms | JAX ms | pyjax/JAX | pyjax CPU ms | JAX CPU ms | CPU ratio |"
