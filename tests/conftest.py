@@ -17,10 +17,12 @@ from pyjax._src.backends.cpu import executable as _executable  # noqa: E402
 # test that runs a jitted program (a NumPy-tier executable call); the pass then reruns
 # exactly those tests (PYJAX_TESTS_FROM=<that file>) with PYJAX_COMPILE=sync, so every
 # jitted program of the suite also runs as native code.  Tests that never run a jitted
-# program would run identically twice and are left out, and so are the compiler's own
-# tests (test_cpu_compiler*.py): they build native code and compare it with the NumPy
-# tier themselves.
+# program would run identically twice and are left out, and so are the tests that build
+# native code and compare it with the NumPy tier themselves (_CHOOSE_TIERS: the
+# compiler's, the differential fuzzer's, the GEMM's and the eager kernels' files).
 _RECORD = os.environ.get("PYJAX_RECORD_JIT_TESTS")
+_CHOOSE_TIERS = ("test_cpu_compiler", "test_fuzz_vs_jax", "test_int_matmul",
+                 "test_eager_native", "test_tier_determinism")
 _ONLY = os.environ.get("PYJAX_TESTS_FROM")
 _ran_jit = [False]
 
@@ -40,7 +42,7 @@ if _RECORD:
   def pytest_runtest_protocol(item, nextitem):
     _ran_jit[0] = False
     yield
-    if _ran_jit[0] and not os.path.basename(str(item.fspath)).startswith("test_cpu_compiler"):
+    if _ran_jit[0] and not os.path.basename(str(item.fspath)).startswith(_CHOOSE_TIERS):
       with open(_RECORD, "a") as f:
         f.write(item.nodeid + "\n")
 
