@@ -84,7 +84,18 @@ def _split_level(x, ident):
   return b.reshape((m,) + tuple(grid) + (-1,)), True
 
 
-def _arith_reduce(x, axes, ufunc, ident):
+def ordered_reduce(name, x, axes):
+  """``reduce_sum``/``reduce_prod`` (``name``) of ``x`` over ``axes`` in XLA's CPU order at
+  every size (no pairwise shortcut for large operands): what jit's NumPy tier runs, so that
+  its bits equal the native tier's (``tier_native.py``)."""
+  if name == "reduce_sum":
+    if axes and all(x.shape[a] == 1 for a in axes):
+      return np.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)).copy()
+    return _arith_reduce(x, axes, np.add, 0, ordered=True)
+  return _arith_reduce(x, axes, np.multiply, 1, ordered=True)
+
+
+def _arith_reduce(x, axes, ufunc, ident, ordered=False):
   """Sum/product in XLA's CPU order, rounding to the operand's type at every step (what
   ``ufunc.accumulate`` does), so floating-point results match XLA's bit for bit in the
   common cases; integers wrap (any order gives the same).  See ``_xla_reduce``.  Large
@@ -104,7 +115,7 @@ def _arith_reduce(x, axes, ufunc, ident):
       out = out + _ZEROS[d]  # XLA's fold starts from +0: never returns -0
     return out
   axes = tuple(sorted(axes))
-  if x.size > _ORDERED_MAX_SIZE and not _is_small_float(x.dtype):
+  if x.size > _ORDERED_MAX_SIZE and not _is_small_float(x.dtype) and not ordered:
     if ufunc is np.add and len(axes) == x.ndim and d in _LARGE_SUM:
       return _tree_sum(x)
     # large float32/64 and complex: NumPy's pairwise summation (as accurate, much faster;

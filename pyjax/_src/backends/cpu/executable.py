@@ -47,6 +47,7 @@ from pyjax._src import config as _config
 from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.backends.cpu import pred_mul
+from pyjax._src.backends.cpu import tier_native
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.backends.cpu.compiler import outpool as _outpool
 
@@ -546,9 +547,14 @@ def _emit_jaxpr(gen, jaxpr, env, indent="  "):
       for v, e in zip(eqn.outvars, outs):
         env[v] = e
       continue
-    impl = _impls.get(prim.name)
+    # transcendental functions on the compiler's own math: bits equal to the native tier's
+    impl = tier_native.impl(prim.name, _impls.get(prim.name))
     outnames = [gen.fresh() for _ in eqn.outvars]
-    if impl is not None:
+    opaque = tier_native.eqn_impl(eqn, impl)   # convolutions: the native tier's kernel
+    if opaque is not None:
+      fn = gen.glob(opaque, "f")
+      gen.lines.append(f"{indent}{outnames[0]} = {fn}({', '.join(ins)})  # {prim.name}")
+    elif impl is not None:
       fn = gen.glob(impl, "f")
       call = f"{fn}({', '.join(ins)}"
       if eqn.params:

@@ -16,10 +16,13 @@ audited for rewrites that change values:
   int -> float round trip of a value in (-1, 0] gave -0.0 (``1 / that`` was ``-inf``).
   Leaving FP traps honoured costs no vectorization in the generated kernels (their
   object code differs only in scheduling);
-- ``-march=native`` makes FMA instructions available, and C's default
-  ``-ffp-contract=fast`` (GNU dialects) fuses ``a * b + c`` into one rounding, as XLA:CPU
-  does (JAX computes the fused value too); the NumPy tier rounds twice
-  (``docs/differences.md``);
+- ``-march=native`` makes FMA instructions available; ``-ffp-contract=off`` keeps GNU C
+  from fusing ``a * b + c`` into one rounding (its default in GNU dialects, and what
+  XLA:CPU does), so native code rounds twice as the NumPy tier does and the tiers give
+  the same bits (measured: no cost on memory-bound chains; vmath.py's explicit ``fma``
+  calls are unaffected);
+- glibc's libmvec only with ``PYJAX_LIBMVEC=1``: its vector functions and libm's scalar
+  ones differ in the last ulps (see ``docs/compiler.md``);
 - ``-fopenmp-simd`` lets ``omp simd reduction`` loops reassociate sums, as XLA's
   reductions do (the order of a float sum is not specified by JAX either).
 """
@@ -50,13 +53,19 @@ class Toolchain:
     self.identity = identity
     self.openmp = openmp
     self.float16 = float16
-    self.mvec = mvec
+    # libmvec only on request (PYJAX_LIBMVEC=1): its vector functions and libm's scalar
+    # ones (a loop's remainder, the NumPy tier's kernels) differ in the last ulps, which
+    # would make results depend on an element's position and on the tier
+    self.mvec = mvec and os.environ.get("PYJAX_LIBMVEC", "").strip().lower() in (
+        "1", "on", "true", "yes")
     self.native = native
     extra = shlex.split(os.environ.get("PYJAX_CFLAGS", ""))
     # no -fno-trapping-math: it lets GCC turn (float)(int)x into trunc(x) (-0.0 for
     # x in (-1, 0]); see the module docstring for the audit of every flag
+    # -ffp-contract=off: no fused multiply-add the source does not ask for, so a kernel
+    # rounds each ``*`` and ``+`` as the NumPy tier does (tiers bit-identical)
     self.cflags = ["-O2", "-std=gnu11", "-fPIC", "-shared", "-fno-math-errno",
-                   "-fno-strict-aliasing"]
+                   "-fno-strict-aliasing", "-ffp-contract=off"]
     if native:
       self.cflags.append("-march=native")
     # OpenMP only for its SIMD directives (``omp simd``, ``declare simd``): threads come
@@ -64,7 +73,7 @@ class Toolchain:
     if openmp:
       self.cflags.append("-fopenmp-simd")
     self.cflags += extra
-    self.libs = (["-lmvec"] if mvec else []) + ["-lm", "-pthread"]
+    self.libs = (["-lmvec"] if self.mvec else []) + ["-lm", "-pthread"]
 
   def key_material(self):
     return json.dumps([self.identity, self.cflags, self.libs, cpu_features() if self.native else ""])

@@ -205,7 +205,10 @@ def loops_enabled():
 # --- the host function --------------------------------------------------------------------
 def _impls():
   from pyjax._src.backends.cpu import eager as cpu_eager
-  impls = dict(cpu_eager.impls)
+  from pyjax._src.backends.cpu import tier_native
+  # transcendental steps run the compiler's own math, as the fused kernels and the NumPy
+  # tier do (tier_native.py)
+  impls = {k: tier_native.impl(k, v) for k, v in cpu_eager.impls.items()}
   tf = impls.get("threefry2x32")
   if tf is not None:   # the per-output nodes of simplify._split_pairs, should they run here
     impls["threefry2x32_0"] = lambda *a: tf(*a)[0]
