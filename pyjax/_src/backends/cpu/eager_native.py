@@ -17,8 +17,9 @@ both bit for bit equal to that implementation:
   thread; ``off``: never) while the NumPy implementation serves the call.  The loop runs
   on the compiler's thread pool (``pj_parallel_for``), with the GIL released.
 - **Threads** for transcendental functions (``exp``, ``expm1``, ``tanh``, ``log``, ...):
-  the compiler's vector math is not NumPy's libm (they differ in the last ulp, as the two
-  jit tiers do), so the NumPy implementation itself runs on row blocks of the operands on
+  the compiler's vector math is not NumPy's libm (they differ in the last ulp; jit's NumPy
+  tier uses the compiler's, ``tier_native.py``, eager ops keep NumPy's), so the NumPy
+  implementation itself runs on row blocks of the operands on
   ``PYJAX_NUM_THREADS`` threads (NumPy releases the GIL inside its loops).  This needs no
   C compiler.
 
