@@ -20,7 +20,8 @@ allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (so
 cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py``
 (dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``window_c.py``
 (reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add), ``gemm_c.py``
-(dot_general on integer, bool and half-precision operands; float32/float64 dots call BLAS).
+(dot_general on integer, bool and half-precision operands; float32/float64 dots call BLAS),
+``linalg_c.py`` (small real lu, triangular_solve, lu_pivots_to_permutation via SciPy's LAPACK).
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ _MODULES = ["pyjax._src.backends.cpu.compiler.conv",
             "pyjax._src.backends.cpu.compiler.gather_scatter",
             "pyjax._src.backends.cpu.compiler.slicing_c",
             "pyjax._src.backends.cpu.compiler.window_c",
-            "pyjax._src.backends.cpu.compiler.gemm_c"]
+            "pyjax._src.backends.cpu.compiler.gemm_c",
+            "pyjax._src.backends.cpu.compiler.linalg_c"]
 _loaded = False
 
 
