@@ -344,20 +344,26 @@ def test_long_eager_scan_and_while_use_native_body():
     want_c, want_y = lax.scan(body, init, xs)
     want_w = lax.while_loop(lambda c: c[1] < 3000, lambda c: (c[0] * 0.999 + 1e-3, c[1] + 1),
                             (jnp.ones(3), 0))
-  with executable.compile_mode_override("sync"):   # async would race the count below
+  def natives():   # the native loop bodies alive now (entries go with their jaxprs)
+    return {id(f) for f in ecf._native_bodies.values() if f is not None}
+  new = []
+  with executable.compile_mode_override("sync"):   # async would race the counts below
+    before = natives()
     got_c, got_y = lax.scan(body, init, xs)
+    new.append(natives() - before)
+    before = natives()
     got_w = lax.while_loop(lambda c: c[1] < 3000, lambda c: (c[0] * 0.999 + 1e-3, c[1] + 1),
                            (jnp.ones(3), 0))
+    new.append(natives() - before)
   np.testing.assert_allclose(got_c[0], want_c[0], rtol=1e-5)
   np.testing.assert_allclose(got_y, want_y, rtol=1e-5)
   np.testing.assert_allclose(got_w[0], want_w[0], rtol=1e-5)
   assert int(got_w[1]) == 3000
-  natives = [f for f in ecf._native_bodies.values() if f is not None]
   probe = executable.compile_jaxpr(pyjax.make_jaxpr(lambda x: x + 1)(1.0), None, "probe")
   with executable.compile_mode_override("sync"):
     if probe.wait() != "native":
       pytest.skip("no C compiler: loops stay on the NumPy plan")
-  assert len(natives) >= 2   # the scan body and the while body (and its predicate)
+  assert all(new), new   # the scan body, then the while body (and its predicate)
 
 
 def test_aval_sharding_outside_a_mesh():

@@ -216,10 +216,11 @@ def _native_body(closed):
     fn = None
     if type(closed).__name__ == "ClosedJaxpr" and not jaxpr.effects:
       from pyjax._src.backends.cpu import executable
-      if executable.compile_mode() != "off":
-        exe = executable.compile_jaxpr(closed, None, "loop_body")
-        if exe.wait() == "native":
-          fn = exe.native.fn
+      if executable.compile_mode() == "off":
+        return None   # not remembered: a later call in another mode may compile it
+      exe = executable.compile_jaxpr(closed, None, "loop_body")
+      if exe.wait() == "native":
+        fn = exe.native.fn
     _native_bodies[jaxpr] = fn
   return fn
 
