@@ -237,3 +237,21 @@ def test_pmap_keyword_arguments_are_mapped():
       [68.0, 102.0], [72.0, 106.0], [76.0, 110.0], [80.0, 114.0]]
   assert np.asarray(f(x, x, z=x)).tolist() == [
       [56.0, 85.0], [58.0, 87.0], [60.0, 89.0], [62.0, 91.0]]
+
+
+def test_pmap_traces_once_and_unmapped_outputs_are_one_copy():
+  """As JAX: one trace per signature (chex's assert_max_traces counts them); an output
+  with out_axes None is one device's (replicated) value. Values from real JAX."""
+  traces = []
+
+  def g(x):
+    traces.append(1)
+    return lax.psum(x, "i"), x * 2
+  f = pyjax.pmap(g, axis_name="i", out_axes=(None, 0))
+  x = np.arange(8, dtype=np.float32).reshape(4, 2)
+  for _ in range(2):
+    a, b = f(x)
+  assert len(traces) == 1
+  assert np.asarray(a).tolist() == [12.0, 16.0]
+  assert np.asarray(b).tolist() == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0], [12.0, 14.0]]
+  assert tuple(b.sharding.spec) == ("i",)

@@ -167,32 +167,23 @@ def _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped, out_axes, name, 
     out_leaves, out_tree = tree_util.tree_flatten(out)
     oa = tree_util.broadcast_prefix(out_axes, out, is_leaf=lambda v: v is None)
     out_axes_box.append((out_tree, oa))
-    return tuple(x if a is None else _shapes.expand_dims(_asarray(x), (0,))
-                 for x, a in zip(out_leaves, oa))
+    # every output leaves each device with a leading axis of 1 (out_specs P(name) for
+    # all); an unmapped one (out_axes None) is then device 0's block -- so the function
+    # is traced once, with no probe trace to learn which outputs are mapped
+    return tuple(_shapes.expand_dims(_asarray(x), (0,)) for x in out_leaves)
 
   specs_in = tuple(PartitionSpec(name) if m else PartitionSpec() for m in mapped)
-
-  class _Lazy:
-    fn = None
+  fn = shard_map(body, mesh=mesh, in_specs=specs_in, out_specs=PartitionSpec(name),
+                 check_vma=False)
 
   def call(*moved):
-    if _Lazy.fn is None:
-      # out_specs depend on out_axes (None: replicated); they are known after one trace,
-      # so the first call traces with a probe to learn the output structure
-      from pyjax._src import api
-      from pyjax._src.interpreters import batching
-      with batching.extend_axis_env([(name, mesh.size)]):
-        api.eval_shape(lambda *xs: body(*xs), *[_probe(x, m, mesh.size)
-                                                  for x, m in zip(moved, mapped)])
-      out_tree, oa = out_axes_box[-1]
-      specs_out = tuple(PartitionSpec() if a is None else PartitionSpec(name) for a in oa)
-      _Lazy.fn = (shard_map(body, mesh=mesh, in_specs=specs_in, out_specs=specs_out,
-                            check_vma=False), out_tree, oa)
-    fn, out_tree, oa = _Lazy.fn
     outs = fn(*moved)
+    out_tree, oa = out_axes_box[-1]
     res = []
     for x, a in zip(outs, oa):
-      if a is not None and a != 0:
+      if a is None:
+        x = x[0]
+      elif a != 0:
         nd = len(core.get_aval(x).shape)
         a = a + nd if a < 0 else a
         x = _moveaxis(x, 0, a)
@@ -204,13 +195,3 @@ def _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped, out_axes, name, 
       res.append(x)
     return tree_util.tree_unflatten(out_tree, res)
   return call
-
-
-def _probe(x, mapped, n):
-  """The shape/dtype of one device's slice (for tracing the output structure)."""
-  from pyjax._src.api import ShapeDtypeStruct
-  aval = core.get_aval(x)
-  shape = aval.shape
-  if mapped:
-    shape = (shape[0] // n,) + tuple(shape[1:])
-  return ShapeDtypeStruct(shape, aval.dtype, weak_type=aval.weak_type)
