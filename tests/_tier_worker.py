@@ -29,7 +29,10 @@ def _burn(stop):
     s = 0
     for i in range(20000):   # holds the GIL: delays the dispatching thread
       s += i * i
-    a = np.tanh(a @ a.T * 1e-3)   # releases it: competes for the cores
+    # releases it: competes for the cores.  No BLAS here: pyjax sets OpenBLAS's thread
+    # count process-wide around long dots, so another thread's concurrent BLAS calls can
+    # change how a product is split (a documented limit, docs/differences.md)
+    a = np.tanh(a * 1e-3 + np.sin(a))
 
 
 def mlp_run(steps):
