@@ -366,7 +366,9 @@ def test_impossible_allocations_raise_jax_runtime_error():
     pjnp.zeros((n,), pjnp.float32)
   x = pjnp.ones(2)
   with pytest.raises(pyjax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
-    pyjax.jit(lambda v: pjnp.broadcast_to(v[0], (n,)) + 1)(x)
+    # read: natively compiled large programs run asynchronously and raise at the first
+    # read (docs/differences.md), the NumPy tier at the call
+    pyjax.jit(lambda v: pjnp.broadcast_to(v[0], (n,)) + 1)(x).block_until_ready()
   with pytest.raises(pyjax.errors.JaxRuntimeError, match="RESOURCE_EXHAUSTED"):
     pjnp.broadcast_to(x[0], (n,)) + 1
 
