@@ -362,12 +362,12 @@ def _fit_data(jax):
   return 3.0 + 0.5 * jax.random.normal(jax.random.PRNGKey(1), (1024,))
 
 
-def case_tfp_step(jax):
+def _fit_normal(jax, normal):
+  """A jitted step fitting ``normal(loc, scale)`` to 1,024 points by its negative
+  log-likelihood with optax adam (the tfp and distrax cases)."""
   import jax.numpy as jnp
   import optax
-  from tensorflow_probability.substrates import jax as tfp
 
-  tfd = tfp.distributions
   data = _fit_data(jax)
   params = {"loc": jnp.array(0.0), "log_scale": jnp.array(0.0)}
   tx = optax.adam(0.1)
@@ -376,7 +376,7 @@ def case_tfp_step(jax):
   @jax.jit
   def step(params, opt):
     def nll(p):
-      return -tfd.Normal(p["loc"], jnp.exp(p["log_scale"])).log_prob(data).mean()
+      return -normal(p["loc"], jnp.exp(p["log_scale"])).log_prob(data).mean()
     loss, g = jax.value_and_grad(nll)(params)
     updates, opt = tx.update(g, opt)
     return optax.apply_updates(params, updates), opt, loss
@@ -387,32 +387,16 @@ def case_tfp_step(jax):
     state[0], state[1], loss = step(state[0], state[1])
     return loss
   return run
+
+
+def case_tfp_step(jax):
+  from tensorflow_probability.substrates import jax as tfp
+  return _fit_normal(jax, tfp.distributions.Normal)
 
 
 def case_distrax_step(jax):
   import distrax
-  import jax.numpy as jnp
-  import optax
-
-  data = _fit_data(jax)
-  params = {"loc": jnp.array(0.0), "log_scale": jnp.array(0.0)}
-  tx = optax.adam(0.1)
-  opt = tx.init(params)
-
-  @jax.jit
-  def step(params, opt):
-    def nll(p):
-      return -distrax.Normal(p["loc"], jnp.exp(p["log_scale"])).log_prob(data).mean()
-    loss, g = jax.value_and_grad(nll)(params)
-    updates, opt = tx.update(g, opt)
-    return optax.apply_updates(params, updates), opt, loss
-
-  state = [params, opt]
-
-  def run():
-    state[0], state[1], loss = step(state[0], state[1])
-    return loss
-  return run
+  return _fit_normal(jax, distrax.Normal)
 
 
 def case_orbax_save_restore(jax):
