@@ -52,22 +52,29 @@ def _kernel_shape(lhs_spec, rhs_spec, out_chan, filter_shape, input_shape):
           else next(spatial) for c in rhs_spec]
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
-  """A convolution with layouts ``dimension_numbers = (lhs, rhs, out)`` (e.g.
-  ``('NHWC', 'HWIO', 'NHWC')``), ``out_chan`` output channels and a bias per channel."""
+def _conv_init(shape_tuple, dimension_numbers, out_chan, filter_shape, strides, padding,
+               W_init, b_init):
+  """init_fun of a (transposed) convolution layer; ``shape_tuple`` gives its output shape."""
   lhs_spec, rhs_spec, out_spec = dimension_numbers
-  one = (1,) * len(filter_shape)
-  strides = strides or one
   W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
   def init_fun(rng, input_shape):
     kernel_shape = _kernel_shape(lhs_spec, rhs_spec, out_chan, filter_shape, input_shape)
-    out_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                             dimension_numbers)
+    out_shape = shape_tuple(input_shape, kernel_shape, strides, padding, dimension_numbers)
     bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
     k_w, k_b = random.split(rng)
     return out_shape, (W_init(k_w, kernel_shape), b_init(k_b, bias_shape))
+  return init_fun
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+  """A convolution with layouts ``dimension_numbers = (lhs, rhs, out)`` (e.g.
+  ``('NHWC', 'HWIO', 'NHWC')``), ``out_chan`` output channels and a bias per channel."""
+  one = (1,) * len(filter_shape)
+  strides = strides or one
+  init_fun = _conv_init(lax.conv_general_shape_tuple, dimension_numbers, out_chan,
+                        filter_shape, strides, padding, W_init, b_init)
 
   def apply_fun(params, inputs, **kwargs):
     W, b = params
@@ -82,18 +89,10 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):
   """A transposed convolution (``lax.conv_transpose``), arguments as :func:`GeneralConv`."""
-  lhs_spec, rhs_spec, out_spec = dimension_numbers
   one = (1,) * len(filter_shape)
   strides = strides or one
-  W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-  def init_fun(rng, input_shape):
-    kernel_shape = _kernel_shape(lhs_spec, rhs_spec, out_chan, filter_shape, input_shape)
-    out_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                               dimension_numbers)
-    bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-    k_w, k_b = random.split(rng)
-    return out_shape, (W_init(k_w, kernel_shape), b_init(k_b, bias_shape))
+  init_fun = _conv_init(lax.conv_transpose_shape_tuple, dimension_numbers, out_chan,
+                        filter_shape, strides, padding, W_init, b_init)
 
   def apply_fun(params, inputs, **kwargs):
     W, b = params
