@@ -1,0 +1,1 @@
+"""jax.experimental.sparse: BCOO arrays and their primitives (see docs/sparse.md)."""

@@ -1,0 +1,11 @@
+"""pyjax.experimental.sparse (as jax.experimental.sparse): BCOO arrays and their
+primitives.  Re-exports only; see docs/sparse.md for what exists and what differs."""
+from pyjax._src.sparse.util import SparseInfo  # noqa: F401
+from pyjax._src.sparse.bcoo import (  # noqa: F401
+    bcoo_dot_general_p, bcoo_dot_general_sampled_p, bcoo_extract_p, bcoo_fromdense_p,
+    bcoo_sort_indices_p, bcoo_spdot_general_p, bcoo_sum_duplicates_p, bcoo_todense_p,
+    bcoo_transpose_p)
+from pyjax._src.sparse.bcoo_array import (  # noqa: F401
+    BCOO, bcoo_dot_general, bcoo_dot_general_sampled, bcoo_eliminate_zeros, bcoo_extract,
+    bcoo_fromdense, bcoo_multiply_dense, bcoo_reduce_sum, bcoo_sort_indices,
+    bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
