@@ -23,15 +23,25 @@ vectorizes it with no function call, on AVX2 as on AVX-512.
   f - f^2/2 + s (f^2/2 + R(s^2)) with f = m - 1, s = f / (2 + f) (Taylor atanh series).
 * ``log1p``: log(u) + ((1 + x) - u) / u with u = 1 + x rounded, the rounding error
   recovered exactly.
+* ``erf`` (float32): a + a P(a^2) below |x| = 0.875 (degree-6 P), above it
+  1 - exp(-a^2) R(2 / (2 + a)) with R a degree-7 fit of erfcx and a^2 split exactly by an
+  fma; both computed, one selected.
+* ``sin``, ``cos``, ``tan`` (float32): exact reduction modulo pi/2 over the whole float
+  range (Payne-Hanek in double, branch-free: the four 24-bit chunks of 2/pi that matter for
+  x's exponent read from an 8-entry table, the leading products reduced mod 4 exactly),
+  then Taylor polynomials of r in [-pi/4, pi/4] in double, rounded once to float.
+  float64 ``sin``/``cos``/``tan``/``erf`` stay glibc's scalar functions.
 
 Measured errors against correctly rounded references (float32: every bit pattern against
 float64 libm; float64: about a million random bit patterns and ranges against long
-double): exp, exp2, log, log1p <= 1 ulp; expm1, tanh, logistic <= 2 ulp; special values
+double): exp, exp2, log, log1p, erf, sin, cos, tan <= 1 ulp; expm1, tanh, logistic <= 2 ulp;
+special values
 (±0, ±inf, NaN, overflow/underflow thresholds, subnormal inputs and outputs) exact.
 
 ``prelude_defines(mvec)`` picks, per function, this code or glibc's libmvec (whichever
 is faster on x86-64 with libmvec: libmvec's float32 ``logf`` and float64 ``exp``,
-``exp2``, ``expm1``, ``log``, ``log1p`` are; libmvec has no vector float32 ``expm1f``,
+``exp2``, ``expm1``, ``log``, ``log1p``, float32 ``sin``, ``cos``, ``tan``, ``erf`` are;
+libmvec has no vector float32 ``expm1f``,
 ``exp2f``, ``log1pf``).  Without libmvec every function here is used.
 """
 from __future__ import annotations
@@ -42,6 +52,8 @@ _NAMES = {
     ("exp", True): "pj_expf", ("exp2", True): "pj_exp2f", ("expm1", True): "pj_expm1f",
     ("tanh", True): "pj_tanhf", ("logistic", True): "pj_logisticf",
     ("log1p", True): "pj_log1pf", ("log", True): "PJ_F_LOG",
+    ("erf", True): "PJ_F_ERF", ("sin", True): "PJ_F_SIN", ("cos", True): "PJ_F_COS",
+    ("tan", True): "PJ_F_TAN",
     ("tanh", False): "pj_tanh", ("logistic", False): "pj_logistic",
     ("exp", False): "PJ_D_EXP", ("exp2", False): "PJ_D_EXP2", ("expm1", False): "PJ_D_EXPM1",
     ("log", False): "PJ_D_LOG", ("log1p", False): "PJ_D_LOG1P",
@@ -50,7 +62,9 @@ _NAMES = {
 # macro -> (libmvec function, inline function)
 _SWITCHED = {"PJ_F_LOG": ("logf", "pj_logf"), "PJ_D_EXP": ("exp", "pj_exp"),
              "PJ_D_EXP2": ("exp2", "pj_exp2"), "PJ_D_EXPM1": ("expm1", "pj_expm1"),
-             "PJ_D_LOG": ("log", "pj_log"), "PJ_D_LOG1P": ("log1p", "pj_log1p")}
+             "PJ_D_LOG": ("log", "pj_log"), "PJ_D_LOG1P": ("log1p", "pj_log1p"),
+             "PJ_F_ERF": ("erff", "pj_erff"), "PJ_F_SIN": ("sinf", "pj_sinf"),
+             "PJ_F_COS": ("cosf", "pj_cosf"), "PJ_F_TAN": ("tanf", "pj_tanf")}
 
 
 def function(prim, is_f32):
@@ -183,7 +197,9 @@ PJ_VM float pj_logf(float x) {
   q = PJ_FMAF(q, s2, 0.666666667f);
   const float hf = 0.5f * f * f;
   const float lm = f - (hf - s * (hf + s2 * q));  /* log(m) = f - f^2/2 + s (f^2/2 + R) */
-  const float ef = (float)(sub ? e - 23 : e);
+  /* (float)e through the shifter 1.5 * 2^23 (an int -> float conversion has no masked form:
+     GCC would leave the loop scalar once it sinks it under the selects below) */
+  const float ef = pj_bitsf(0x4B400000u + (uint32_t)(sub ? e - 23 : e)) - 12582912.0f;
   const float res = PJ_FMAF(ef, 0.693145751953125f, PJ_FMAF(ef, 1.42860677e-6f, lm));
   const float r1 = x < 0.0f ? NAN : res;
   const float r2 = x == 0.0f ? -INFINITY : r1;
@@ -282,7 +298,8 @@ PJ_VM double pj_log(double x) {
   q = PJ_FMA(q, s2, 2.0 / 3);
   const double hf = 0.5 * f * f;
   const double lm = f - (hf - s * (hf + s2 * q));
-  const double ef = (double)(sub ? e - 54 : e);
+  const double ef = pj_bitsd(0x4338000000000000ull + (uint64_t)(sub ? e - 54 : e))
+                   - 6755399441055744.0;   /* (double)e, as in pj_logf */
   const double res = PJ_FMA(ef, 6.93147180369123816490e-01, PJ_FMA(ef, 1.9082149292705877e-10, lm));
   const double r1 = x < 0.0 ? NAN : res;
   const double r2 = x == 0.0 ? -INFINITY : r1;
@@ -294,5 +311,88 @@ PJ_VM double pj_log1p(double x) {
   const double res = pj_log(u) + d / u;
   const double r1 = x == -1.0 ? -INFINITY : res;
   return (x == 0.0 || x == INFINITY) ? x : r1;
+}
+/* erf: |x| < 0.875: a + a P(a^2); above: 1 - exp(-a^2) R(2 / (2 + a)), R ~ erfcx (a clamped to 4,
+   where erf is 1 in float) with a^2 = h + l exactly (fma), exp(-a^2) = exp(-h) (1 - l) */
+PJ_VM float pj_erff(float x) {
+  const float a = fabsf(x);
+  const float a2 = a * a;
+  const float small = PJ_FMAF(a, PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(0x1.6c0eccp-14f, a2, -0x1.ae8e3cp-11f), a2, 0x1.553c76p-8f), a2, -0x1.b819dap-6f), a2, 0x1.ce2e86p-4f), a2, -0x1.812744p-2f), a2, 0x1.06eba8p-3f), a);
+  const float ac = a > 4.0f ? 4.0f : a;
+  const float h = ac * ac, l = PJ_FMAF(ac, ac, -h);
+  const float t = 2.0f / (2.0f + ac);
+  const float big = 1.0f - pj_expf(-h) * (1.0f - l) * PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(0x1.e9b7bep-4f, t, -0x1.e34d2ap-2f), t, 0x1.210196p-1f), t, -0x1.ac87d2p-4f), t, 0x1.64aa1ep-2f), t, 0x1.09c4fep-2f), t, 0x1.23c644p-2f), t, -0x1.46a61ep-13f);
+  return copysignf(a < 0.875f ? small : big, x);
+}
+/* float32 sin/cos/tan: |x| = M 2^E reduced modulo pi/2 exactly (Payne-Hanek in double, no
+   branch): x 2/pi mod 4 = sum_i M C_{j0+i} 2^(E - 24 (j0 + 1 + i)), C_j the 24-bit chunks of
+   2/pi, the chunks whose terms are multiples of 4 skipped (j0 from E), the two leading
+   terms reduced mod 4 exactly; then k = round(y), r = (y - k) pi/2 in [-pi/4, pi/4] and
+   Taylor polynomials in double (the result rounded once to float). */
+static const double pj_2opi_c[8] = {0xa2f983p0, 0x6e4e44p0, 0x1529fcp0, 0x2757d1p0, 0xf534ddp0,
+                                    0xc0db62p0, 0x95993cp0, 0x439041p0};
+#define PJ_TRIG_REDUCE_F(x, r_, q_) \
+  const uint32_t pj_u_ = pj_fbits(x) & 0x7FFFFFFFu; \
+  const uint32_t pj_be_ = pj_u_ >> 23; \
+  const uint32_t pj_nz_ = (uint32_t)(pj_be_ != 0); \
+  const int32_t pj_e_ = (int32_t)(pj_be_ | (pj_nz_ ^ 1u)) - 150; \
+  const double pj_m_ = pj_bitsd(0x4330000000000000ull | (pj_u_ & 0x7FFFFFu) | (pj_nz_ << 23)) \
+                       - 4503599627370496.0; \
+  const int32_t pj_v_ = pj_e_ - 2 > 0 ? pj_e_ - 2 : 0; \
+  const int32_t pj_j_ = (pj_v_ * 2731) >> 16; \
+  const int32_t pj_s_ = pj_e_ - 24 * (pj_j_ + 1); \
+  const double pj_sc_ = pj_bitsd((uint64_t)(int64_t)(pj_s_ + 1023) << 52); \
+  const double pj_t0_ = pj_m_ * pj_2opi_c[pj_j_] * pj_sc_; \
+  const double pj_t1_ = pj_m_ * pj_2opi_c[pj_j_ + 1] * (pj_sc_ * 0x1p-24); \
+  const double pj_t2_ = pj_m_ * pj_2opi_c[pj_j_ + 2] * (pj_sc_ * 0x1p-48); \
+  const double pj_t3_ = pj_m_ * pj_2opi_c[pj_j_ + 3] * (pj_sc_ * 0x1p-72); \
+  /* t - 4 round(t / 4), exact (round by the shifter 1.5 * 2^52: no vector floor without
+     -fno-trapping-math) */ \
+  const double pj_z_ = (pj_t0_ - 4.0 * ((pj_t0_ * 0.25 + 6755399441055744.0) - 6755399441055744.0)) \
+                     + (pj_t1_ - 4.0 * ((pj_t1_ * 0.25 + 6755399441055744.0) - 6755399441055744.0)); \
+  const double pj_kf_ = (pj_z_ + pj_t2_ + 6755399441055744.0) - 6755399441055744.0; \
+  const double r_ = (((pj_z_ - pj_kf_) + pj_t2_) + pj_t3_) * 1.5707963267948966; \
+  const uint32_t q_ = (uint32_t)pj_dbits(pj_kf_ + 6755399441055744.0);
+PJ_VM double pj_sin_poly_d(double r) {   /* |r| <= pi/4: error < 2^-33 relative */
+  const double r2 = r * r;
+  double p = PJ_FMA(r2, 1.0 / 362880.0, -1.0 / 5040.0);
+  p = PJ_FMA(p, r2, 1.0 / 120.0);
+  p = PJ_FMA(p, r2, -1.0 / 6.0);
+  return PJ_FMA(r * r2, p, r);
+}
+PJ_VM double pj_cos_poly_d(double r) {
+  const double r2 = r * r;
+  double p = PJ_FMA(r2, -1.0 / 3628800.0, 1.0 / 40320.0);
+  p = PJ_FMA(p, r2, -1.0 / 720.0);
+  p = PJ_FMA(p, r2, 1.0 / 24.0);
+  p = PJ_FMA(p, r2, -0.5);
+  return PJ_FMA(r2, p, 1.0);
+}
+PJ_VM float pj_sinf(float x) {
+  PJ_TRIG_REDUCE_F(x, r, q)
+  const double s = pj_sin_poly_d(r), c = pj_cos_poly_d(r);
+  const float v = (float)((q & 1u) ? c : s);   /* converted before the selects: a conversion
+                                                  GCC sinks into a select's arm stops it */
+  const float res = (q & 2u) ? -v : v;
+  /* sin(-x) = -sin(x), by x's sign bit (keeps -0) */
+  const float sg = pj_bitsf(pj_fbits(res) ^ (pj_fbits(x) & 0x80000000u));
+  /* NaN for +-inf and NaN by arithmetic, not a select: GCC would sink the conversion
+     above into the select's arm and leave the loop scalar */
+  return sg * (1.0f + (x - x));
+}
+PJ_VM float pj_cosf(float x) {
+  PJ_TRIG_REDUCE_F(x, r, q)
+  const double s = pj_sin_poly_d(r), c = pj_cos_poly_d(r);
+  const float v = (float)((q & 1u) ? s : c);
+  const float res = ((q + 1u) & 2u) ? -v : v;
+  return res * (1.0f + (x - x));
+}
+PJ_VM float pj_tanf(float x) {
+  PJ_TRIG_REDUCE_F(x, r, q)
+  const double s = pj_sin_poly_d(r), c = pj_cos_poly_d(r);
+  const double n = (q & 1u) ? -c : s, d = (q & 1u) ? s : c;
+  const float res = (float)(n / d);
+  const float sg = pj_bitsf(pj_fbits(res) ^ (pj_fbits(x) & 0x80000000u));
+  return sg * (1.0f + (x - x));
 }
 """
