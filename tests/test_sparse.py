@@ -63,6 +63,10 @@ def ref():
     def sampled(sa, sb):
       return js.bcoo_dot_general_sampled(sa, sb, r.indices, dimension_numbers=DN)
     out["sampled"] = sampled(sa, sb)
+    out["bcsr"] = [js.BCSR.fromdense(a, nse=NNZ + 2), js.BCSR.fromdense(x2, nse=NNZ, n_batch=1)]
+    csr = out["bcsr"][0]
+    out["bcsr_grad"] = jax.grad(lambda d: jnp_.sum(
+        js.BCSR((d, csr.indices, csr.indptr), shape=A.shape) @ b))(csr.data)
     out["grad_sampled"] = jax.grad(lambda x, y: jnp_.sum(sampled(x, y) ** 2), argnums=(0, 1))(sa, sb)
     return out
   return jax.jit(f)(A, np.stack([A, 2 * A[::-1]]), X3, W, B, C, SA, SB, DUP_DATA)
@@ -206,3 +210,25 @@ def test_from_scipy_sparse_and_pytree():
   _same(pyjax.jit(lambda x: (x * 3.0).todense())(m), 3 * sp.toarray())
   with pytest.raises(ValueError, match="nse must be specified"):
     pyjax.jit(lambda x: x.sum_duplicates().data)(m)
+
+
+def test_bcsr_matches_jax(ref):
+  for o, r in zip([sparse.BCSR.fromdense(A, nse=NNZ + 2),
+                   sparse.BCSR.fromdense(np.stack([A, 2 * A[::-1]]), n_batch=1)], ref["bcsr"]):
+    assert repr(o) == repr(r)
+    for name in ("data", "indices", "indptr"):
+      _same(getattr(o, name), getattr(r, name))
+    _same(o.todense(), r.todense())
+    np.testing.assert_array_equal(np.asarray(o.to_bcoo().indices), np.asarray(r.to_bcoo().indices))
+  csr = sparse.BCSR.fromdense(A, nse=NNZ + 2)
+  _same(csr @ B, A @ B)
+  _same(C @ csr, C @ A)
+  _same(pyjax.jit(lambda m: m @ B)(csr), A @ B)
+  g = pyjax.grad(lambda d: jnp.sum(sparse.BCSR((d, csr.indices, csr.indptr), shape=A.shape) @ B))
+  _same(g(csr.data), ref["bcsr_grad"])
+  back = sparse.BCSR.from_bcoo(sparse.BCOO.fromdense(A).T.T)
+  _same(back.indptr, csr.indptr)
+  sp = ssp.random(4, 6, density=0.4, random_state=2, dtype=np.float32)
+  _same(sparse.BCSR.from_scipy_sparse(sp).todense(), sp.toarray())
+  xs = np.stack([A, -A])
+  _same(pyjax.vmap(lambda m: m @ B)(sparse.BCSR.fromdense(xs, n_batch=1)), xs @ B)

@@ -1,0 +1,214 @@
+"""``BCSR``: batched compressed-sparse-row arrays (two sparse dimensions), built on the BCOO
+primitives.
+
+Differs from JAX: there are no ``bcsr_*`` primitives; every BCSR operation converts the
+row pointers to BCOO row indices (a scatter-add and a cumulative sum, O(nse + rows)) and
+binds the BCOO primitive, so jaxprs show ``bcoo_*`` equations where JAX's show
+``bcsr_*`` ones.  Values, layouts (``data``, ``indices``, ``indptr``), ``jit``, ``grad``
+and ``vmap`` behave as in JAX.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from pyjax._src import tree_util
+from pyjax._src.sparse import bcoo_array as _bcoo
+from pyjax._src.sparse.util import SparseInfo
+
+__all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense", "bcsr_extract", "bcsr_dot_general"]
+
+
+def _jnp():
+  from pyjax import numpy as jnp
+  return jnp
+
+
+def _validate(data, indices, indptr, shape):
+  n_batch = indices.ndim - 1
+  n_dense = data.ndim - indices.ndim
+  shape = tuple(shape)
+  if len(shape) != n_batch + 2 + n_dense:
+    raise ValueError(f"Invalid shape={shape} for BCSR with n_batch={n_batch}, "
+                     f"n_dense={n_dense}: BCSR has two sparse dimensions")
+  nse = indices.shape[-1]
+  if tuple(data.shape[n_batch:]) != (nse,) + shape[n_batch + 2:]:
+    raise ValueError(f"Invalid data.shape={tuple(data.shape)} for nse={nse}, "
+                     f"n_batch={n_batch}, n_dense={n_dense}")
+  if tuple(indptr.shape[n_batch:]) != (shape[n_batch] + 1,):
+    raise ValueError(f"indptr shape must match the matrix shape plus 1; got "
+                     f"indptr.shape={tuple(indptr.shape)} for shape={shape}")
+
+
+def _csr_rows(indices, indptr):
+  """Row index of each stored element (n_rows for padding after ``indptr[-1]``)."""
+  jnp = _jnp()
+  from pyjax._src.api_vmap import vmap
+
+  def rows(ind, ptr):
+    hits = jnp.zeros(ind.shape, ind.dtype).at[ptr].add(1, mode="drop")
+    return jnp.cumsum(hits).astype(ind.dtype) - 1
+
+  for _ in range(indices.ndim - 1):
+    rows = vmap(rows)
+  return rows(indices, indptr)
+
+
+class BCSR:
+  """Batched CSR array: ``BCSR((data, indices, indptr), shape=shape)`` with ``data`` of
+  shape ``[*batch, nse, *dense]``, column ``indices`` ``[*batch, nse]`` and row pointers
+  ``indptr`` ``[*batch, n_rows + 1]``."""
+  __hash__ = None
+  __array_priority__ = 2000
+
+  def __init__(self, args, *, shape, indices_sorted=False, unique_indices=False):
+    jnp = _jnp()
+    self.data, self.indices, self.indptr = map(jnp.asarray, args)
+    self.shape = tuple(operator.index(s) for s in shape)
+    self.indices_sorted = indices_sorted
+    self.unique_indices = unique_indices
+    _validate(self.data, self.indices, self.indptr, self.shape)
+
+  _info = property(lambda self: SparseInfo(self.shape, self.indices_sorted,
+                                           self.unique_indices))
+  nse = property(lambda self: self.indices.shape[-1])
+  dtype = property(lambda self: self.data.dtype)
+  n_batch = property(lambda self: self.indices.ndim - 1)
+  n_sparse = property(lambda self: 2)
+  n_dense = property(lambda self: self.data.ndim - self.indices.ndim)
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: math.prod(self.shape))
+
+  def __len__(self):
+    return self.shape[0]
+
+  def __repr__(self):
+    return _bcoo.BCOO.__repr__(self)
+
+  def tree_flatten(self):
+    return (self.data, self.indices, self.indptr), self._info._asdict()
+
+  @classmethod
+  def tree_unflatten(cls, aux_data, children):
+    obj = object.__new__(cls)
+    obj.data, obj.indices, obj.indptr = children
+    if aux_data.keys() != {"shape", "indices_sorted", "unique_indices"}:
+      raise ValueError(f"BCSR.tree_unflatten: invalid aux_data={aux_data}")
+    obj.__dict__.update(**aux_data)
+    d, i = obj.data, obj.indices
+    if hasattr(d, "ndim") and hasattr(i, "ndim"):   # vmap in/out (see bcoo_array.py)
+      want = (i.ndim - 1) + 2 + (d.ndim - i.ndim)
+      shape = tuple(obj.shape)
+      if len(shape) > want:
+        obj.shape = shape[len(shape) - want:]
+      elif len(shape) < want:
+        obj.shape = tuple(d.shape[:want - len(shape)]) + shape
+    return obj
+
+  @classmethod
+  def fromdense(cls, mat, *, nse=None, index_dtype=np.int32, n_dense=0, n_batch=0):
+    """Create a BCSR array from a dense array."""
+    return bcsr_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense,
+                          n_batch=n_batch)
+
+  @classmethod
+  def from_bcoo(cls, arr):
+    """Convert a BCOO with two sparse dimensions (sorting its indices if needed)."""
+    if arr.n_sparse != 2:
+      raise NotImplementedError(f"BSCR.from_bcoo requires n_sparse=2; got arr.n_sparse={arr.n_sparse}")
+    if not arr.indices_sorted:
+      arr = arr.sort_indices()
+    jnp = _jnp()
+    from pyjax._src.api_vmap import vmap
+    n_rows = arr.shape[arr.n_batch]
+    dt = arr.indices.dtype
+
+    def ptr(rows):
+      counts = jnp.zeros(n_rows, dt).at[rows].add(1, mode="drop")
+      return jnp.concatenate([jnp.zeros(1, dt), jnp.cumsum(counts).astype(dt)])
+
+    for _ in range(arr.n_batch):
+      ptr = vmap(ptr)
+    return cls((arr.data, arr.indices[..., 1], ptr(arr.indices[..., 0])), shape=arr.shape)
+
+  @classmethod
+  def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
+    """Create a BCSR array from a 2-D ``scipy.sparse`` array."""
+    if n_dense != 0 or n_batch != 0:
+      raise NotImplementedError("BCSR from_scipy_sparse with nonzero n_dense/n_batch.")
+    if mat.ndim != 2:
+      raise ValueError(f"BCSR from_scipy_sparse requires 2D array; {mat.ndim}D is given.")
+    jnp = _jnp()
+    mat = mat.tocsr()
+    it = index_dtype or np.int32
+    return cls((jnp.asarray(mat.data), jnp.asarray(mat.indices.astype(it)),
+                jnp.asarray(mat.indptr.astype(it))), shape=mat.shape)
+
+  def to_bcoo(self):
+    """The same array as a BCOO (row indices recovered from ``indptr``)."""
+    jnp = _jnp()
+    rows = _csr_rows(self.indices, self.indptr)
+    return _bcoo.BCOO((self.data, jnp.stack([rows, self.indices], axis=-1)), shape=self.shape)
+
+  def todense(self):
+    """Create a dense version of the array."""
+    return bcsr_todense(self)
+
+  def block_until_ready(self):
+    for x in (self.data, self.indices, self.indptr):
+      x.block_until_ready()
+    return self
+
+  def transpose(self, *args, **kwargs):
+    raise NotImplementedError("Transpose is not implemented.")
+
+  @property
+  def T(self):
+    return self.transpose()
+
+  def __matmul__(self, other):
+    return self.to_bcoo() @ other
+
+  def __rmatmul__(self, other):
+    return other @ self.to_bcoo()
+
+
+tree_util.register_pytree_node(BCSR, BCSR.tree_flatten, BCSR.tree_unflatten)
+
+
+def bcsr_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32):
+  """Create a BCSR from a dense array (``nse`` must be concrete under ``jit``)."""
+  jnp = _jnp()
+  mat = jnp.asarray(mat)
+  if mat.ndim - n_batch - n_dense != 2:
+    raise ValueError("bcsr_fromdense: must have 2 sparse dimensions.")
+  return BCSR.from_bcoo(_bcoo.bcoo_fromdense(mat, nse=nse, n_batch=n_batch,
+                                             n_dense=n_dense, index_dtype=index_dtype))
+
+
+def bcsr_todense(mat):
+  """The dense array a BCSR represents."""
+  return mat.to_bcoo().todense()
+
+
+def bcsr_extract(indices, indptr, mat):
+  """The values of dense ``mat`` at the BCSR positions ``(indices, indptr)``."""
+  jnp = _jnp()
+  indices, indptr, mat = map(jnp.asarray, (indices, indptr, mat))
+  rows = _csr_rows(indices, indptr)
+  coo = _bcoo.BCOO((jnp.zeros(indices.shape, mat.dtype), jnp.stack([rows, indices], -1)),
+                   shape=mat.shape[:indices.ndim + 1])
+  from pyjax._src.sparse import bcoo as P
+  return P.bcoo_extract_p.bind(coo.indices, mat, assume_unique=True)
+
+
+def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                     preferred_element_type=None, out_sharding=None):
+  """``bcoo_dot_general`` with BCSR operands converted to BCOO."""
+  lhs = lhs.to_bcoo() if isinstance(lhs, BCSR) else lhs
+  rhs = rhs.to_bcoo() if isinstance(rhs, BCSR) else rhs
+  return _bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                preferred_element_type=preferred_element_type)
+
