@@ -17,7 +17,7 @@ from pyjax._src import core, dtypes
 from pyjax._src import tree_util
 from pyjax._src.lax import dot as _dot
 from pyjax._src.sparse import bcoo as P
-from pyjax._src.sparse.util import SparseInfo, validate_bcoo
+from pyjax._src.sparse.util import SparseInfo, validate_bcoo, vmapped_shape
 
 __all__ = ["BCOO", "bcoo_todense", "bcoo_fromdense", "bcoo_extract", "bcoo_transpose",
            "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_sum_duplicates",
@@ -120,12 +120,8 @@ class BCOO:
     d, i = children
     if hasattr(d, "ndim") and hasattr(i, "ndim") and hasattr(i, "shape") and i.ndim >= 2:
       want = (i.ndim - 2) + i.shape[-1] + (d.ndim - i.ndim + 1)
-      shape = tuple(obj.shape)
-      if len(shape) > want:        # a leading batch dimension was mapped away (vmap in)
-        obj.shape = shape[len(shape) - want:]
-      elif len(shape) < want:      # a leading batch dimension was added (vmap out)
-        k = want - len(shape)
-        obj.shape = tuple(max(a, b) for a, b in zip(d.shape[:k], i.shape[:k])) + shape
+      lead = tuple(max(a, b) for a, b in zip(d.shape, i.shape[:-2]))
+      obj.shape = vmapped_shape(obj.shape, want, lead)
     return obj
 
   # --- conversions

@@ -16,7 +16,7 @@ import numpy as np
 
 from pyjax._src import tree_util
 from pyjax._src.sparse import bcoo_array as _bcoo
-from pyjax._src.sparse.util import SparseInfo
+from pyjax._src.sparse.util import SparseInfo, vmapped_shape
 
 __all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense", "bcsr_extract", "bcsr_dot_general"]
 
@@ -99,12 +99,7 @@ class BCSR:
     obj.__dict__.update(**aux_data)
     d, i = obj.data, obj.indices
     if hasattr(d, "ndim") and hasattr(i, "ndim"):   # vmap in/out (see bcoo_array.py)
-      want = (i.ndim - 1) + 2 + (d.ndim - i.ndim)
-      shape = tuple(obj.shape)
-      if len(shape) > want:
-        obj.shape = shape[len(shape) - want:]
-      elif len(shape) < want:
-        obj.shape = tuple(d.shape[:want - len(shape)]) + shape
+      obj.shape = vmapped_shape(obj.shape, (i.ndim - 1) + 2 + (d.ndim - i.ndim), d.shape)
     return obj
 
   @classmethod

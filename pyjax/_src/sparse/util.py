@@ -54,3 +54,15 @@ def validate_bcoo(data, indices, shape):
     raise ValueError(f"Invalid data.shape={tuple(data.shape)} for nse={nse}, "
                      f"n_batch={n_batch}, n_dense={n_dense}")
   return props
+
+
+def vmapped_shape(shape, ndim, leading):
+  """``shape`` fitted to ``ndim`` dimensions after ``vmap`` removed or added leading batch
+  dimensions of the buffers (pyjax has no ``register_vmappable``): extra leading sizes are
+  dropped, missing ones taken from ``leading`` (the buffers' leading sizes)."""
+  shape = tuple(shape)
+  if len(shape) > ndim:
+    return shape[len(shape) - ndim:]
+  if len(shape) < ndim:
+    return tuple(leading[:ndim - len(shape)]) + shape
+  return shape
