@@ -62,5 +62,6 @@ from pyjax._src.array_construction import (  # noqa: F401
 from pyjax._src.runtime.array import Shard  # noqa: F401
 from pyjax import distributed  # noqa: F401
 from pyjax._src.shard_map import shard_map  # noqa: F401
+from pyjax._src.jit_sharding import reshard  # noqa: F401
 
 __version__ = "0.1.0"

@@ -44,6 +44,7 @@ from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
 from pyjax._src import config as _config
 from pyjax._src import environment as _environment
+from pyjax._src import jit_sharding as _jit_sharding
 from pyjax._src.state import jit as _state_jit
 from pyjax._src.state.types import Ref as _Ref
 from pyjax._src.interpreters import batching, staging
@@ -781,6 +782,9 @@ class JitWrapped:
       outs = _execute(exe, bufs)
     out_dev = exe_dev
     arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
+    if _jit_sharding.lays_out(entry.closed, leaves):   # sharded inputs or constraints:
+      arrays = _jit_sharding.layout_jit_outputs(entry.closed, leaves, arrays)   # no fast path
+      return entry.out_tree.unflatten(arrays)
     if _config.debug_special:   # jax_debug_nans / jax_debug_infs: no fast path either
       from pyjax._src import debug_nans
       debug_nans.check_jit_outputs(entry.name, arrays, self._fun, args, kwargs)
@@ -1011,8 +1015,8 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
         device=None, backend=None, inline=False, compiler_options=None):
   """Compile ``fun``: trace it once per argument signature and run the staged program.
 
-  Differs from JAX: ``in_shardings`` / ``out_shardings`` accept only single-device
-  placements (``None``, a Device or ``SingleDeviceSharding``) and are otherwise ignored;
+  Differs from JAX: ``in_shardings`` / ``out_shardings`` over several devices lay the
+  inputs and outputs out while the program runs globally (``pyjax._src.jit_sharding``);
   ``compiler_options`` is accepted and ignored; ``keep_unused`` only shows in jaxprs.
   Under ``grad``/``jvp``/``vmap`` a jit call stays a ``jit`` equation (its JVP, its
   primal and linear parts, its transpose and its batched form are jits again).
@@ -1044,6 +1048,8 @@ def jit(fun=None, /, *, in_shardings=None, out_shardings=None, static_argnums=No
       fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
   opts = _JitOptions(static_argnums, static_argnames, donate_argnums, donate_argnames,
                      bool(keep_unused), device, backend, bool(inline))
+  if _jit_sharding.needs_wrapper(in_shardings, out_shardings):   # multi-device shardings
+    return _jit_sharding.ShardedJit(JitWrapped(fun, opts), in_shardings, out_shardings)
   return JitWrapped(fun, opts)
 
 

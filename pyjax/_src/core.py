@@ -29,6 +29,11 @@ from pyjax._src.runtime import dispatch
 from pyjax._src.runtime.array import Array, ArrayImpl
 
 
+class ShardingTypeError(Exception):
+  """An operation's operands have sharding types it cannot combine (JAX's
+  ``jax._src.core.ShardingTypeError``; see ``pyjax._src.sharding_types``)."""
+
+
 # --- the current interpreter -----------------------------------------------------------
 class _TraceState(threading.local):
   def __init__(self):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-__all__ = ["check_out_sharding", "accepts_out_sharding"]
+__all__ = ["check_out_sharding", "accepts_out_sharding", "resolve_out_sharding"]
 
 
 def _num_devices(sharding):
@@ -94,3 +94,31 @@ def accepts_out_sharding(name=None):
     wrapper.__signature__ = sig.replace(parameters=params)
     return wrapper
   return wrap
+
+
+def resolve_out_sharding(out_sharding, name):
+  """The NamedSharding an ``out_sharding=`` argument of a contraction or reshape asks for
+  (a PartitionSpec under a context mesh becomes one), or None for None and shardings
+  over one device (which change nothing)."""
+  if out_sharding is None:
+    return None
+  if _is_partition_spec(out_sharding):
+    out_sharding = spec_to_named(out_sharding)
+  elif not _is_named_sharding(out_sharding):
+    raise TypeError(
+        f"`out_sharding` argument of {name} only supports instances of `NamedSharding` or "
+        f"`PartitionSpec`. Got {out_sharding} of type: {type(out_sharding)}")
+  return out_sharding if _num_devices(out_sharding) != 1 else None
+
+
+def spec_to_named(spec):
+  """A NamedSharding over the context mesh (``jax.set_mesh``) for ``spec``; JAX's
+  ValueError outside a mesh context."""
+  from pyjax._src import sharding as _sh
+  mesh = _sh.get_mesh()
+  if mesh is None or mesh.empty:
+    raise ValueError(
+        "Using PartitionSpec when you are not under a mesh context is not allowed. "
+        "Please pass a NamedSharding instance or enter into a mesh context via "
+        f"`jax.set_mesh`. Got {spec}")
+  return _sh.NamedSharding(mesh, spec)

@@ -15,8 +15,9 @@ runs as a host step of the compiled program).
 Differs from JAX: ``check_vma`` checks nothing (pyjax has no varying-manual-axes types);
 an output whose ``out_specs`` leaves out a mesh axis takes each device's own value without
 verifying that it is the same along that axis; vmap batches the body (the vmapped axis is
-unsharded); no JVP/transpose rules yet (grad of a shard_map raises); ``axis_names`` naming a subset of the mesh axes runs the
-other axes' devices as replicas.
+unsharded); grad/vjp transpose the body as JAX did before varying-axis types (see
+"differentiation" below); ``axis_names`` naming a subset of the mesh axes runs the other
+axes' devices as replicas.
 """
 from __future__ import annotations
 
@@ -303,6 +304,125 @@ def _shard_map_batch(axis_data, args, dims, *, jaxpr, mesh, in_specs, out_specs,
 
 
 batching.axis_primitive_batchers[shard_map_p] = _shard_map_batch
+
+
+# --- differentiation -----------------------------------------------------------------------
+# JVP: one shard_map of the body's JVP (tangents split as their primals).  Under linearize
+# (grad) the primal shard_map runs now and the JVP shard_map -- primals as residuals -- is
+# the tangent equation; its transpose is a shard_map of the body's backward pass.  As in
+# JAX before varying-axis types, an output cotangent is divided by the size of the mesh
+# axes its out_spec leaves out (the value is replicated there), collectives transpose as
+# their rules say (psum to psum, all_gather to psum_scatter, ppermute to its inverse),
+# and an input cotangent is summed (psum) over the axes its in_spec leaves out.
+def _manual_pairs(mesh, manual_axes):
+  return [(n, s) for n, s in zip(mesh.axis_names, mesh.devices.shape) if n in manual_axes]
+
+
+def _shard_map_jvp(interp, primals, tangents, *, jaxpr, mesh, in_specs, out_specs,
+                   manual_axes, check_vma):
+  from pyjax._src.interpreters import ad
+  nz = [type(t) is not ad.Zero for t in tangents]
+  nz_ts = [ad.instantiate_zeros(t) for t, m in zip(tangents, nz) if m]
+  n = len(primals)
+  t_avals = [ad.tangent_aval(a) for a, m in zip(jaxpr.in_avals, nz) if m]
+  mask_cell = []
+
+  def jvp_body(*args):
+    ps = args[:n]
+    it = iter(args[n:])
+    ts = [next(it) if m else ad.Zero(ad.tangent_aval(a))
+          for a, m in zip(jaxpr.in_avals, nz)]
+    out_p, out_t = ad.jvp_flat(lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs),
+                               list(ps), ts)
+    mask = [type(t) is not ad.Zero for t in out_t]
+    mask_cell.append(mask)
+    return list(out_p) + [t for t, m in zip(out_t, mask) if m]
+
+  with core.set_interpreter(interp.parent), batching.extend_axis_env(
+      _manual_pairs(mesh, manual_axes)):
+    closed, tconsts = staging.trace_flat(jvp_body, list(jaxpr.in_avals) + t_avals)
+  mask = mask_cell[-1]
+  params = dict(jaxpr=closed, mesh=mesh, manual_axes=manual_axes, check_vma=check_vma,
+                in_specs=(PartitionSpec(),) * len(tconsts) + tuple(in_specs)
+                + tuple(s for s, m in zip(in_specs, nz) if m),
+                out_specs=tuple(out_specs) + tuple(s for s, m in zip(out_specs, mask) if m))
+  n_out = len(jaxpr.out_avals)
+  if interp.tangent_interp is None:
+    with core.set_interpreter(interp.parent):
+      outs = shard_map_p.bind(*tconsts, *primals, *nz_ts, **params)
+    out_p = outs[:n_out]
+  else:
+    with core.set_interpreter(interp.parent):
+      out_p = shard_map_p.bind(*primals, jaxpr=jaxpr, mesh=mesh, in_specs=in_specs,
+                               out_specs=out_specs, manual_axes=manual_axes,
+                               check_vma=check_vma)
+    with core.set_interpreter(interp.rule_interp):
+      outs = shard_map_p.bind(*tconsts, *primals, *nz_ts, **params)
+  it = iter(outs[n_out:])
+  out_t = [next(it) if m else ad.Zero(ad.tangent_aval(core.get_aval(p)))
+           for m, p in zip(mask, out_p)]
+  return list(out_p), out_t
+
+
+def _unmentioned(mesh, manual_axes, spec):
+  named = set(_spec_names(spec))
+  return tuple(n for n in mesh.axis_names if n in manual_axes and n not in named)
+
+
+def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, manual_axes,
+                         check_vma):
+  from pyjax._src.interpreters import ad
+  from pyjax._src.lax.parallel import psum
+  sizes = dict(mesh.shape)
+  lin = [ad.is_undefined_primal(a) for a in args]
+  res = [a for a in args if not ad.is_undefined_primal(a)]
+  ct_nz = [type(c) is not ad.Zero for c in cts]
+  nz_cts = []
+  for c, spec in zip(cts, out_specs):
+    if type(c) is ad.Zero:
+      continue
+    k = math.prod(sizes[n] for n in _unmentioned(mesh, manual_axes, spec))
+    nz_cts.append(c / np.asarray(k, c.dtype) if k > 1 else c)
+
+  def bwd(*xs):
+    r = iter(xs[:len(res)])
+    c = iter(xs[len(res):])
+    full_cts = [next(c) if m else ad.Zero(ad.tangent_aval(a))
+                for m, a in zip(ct_nz, jaxpr.out_avals)]
+    full_args = [ad.UndefinedPrimal(a) if m else next(r)
+                 for a, m in zip(jaxpr.in_avals, lin)]
+    cts_in = ad.backward_pass(jaxpr.jaxpr, jaxpr.consts, full_cts, full_args)
+    outs = []
+    for ct, spec, m in zip(cts_in, in_specs, lin):
+      if not m:
+        continue
+      ct = ad.instantiate_zeros(ct)
+      axes = _unmentioned(mesh, manual_axes, spec)
+      outs.append(psum(ct, axes) if axes else ct)
+    return outs
+
+  in_avals = ([a for a, m in zip(jaxpr.in_avals, lin) if not m]
+              + [a for a, m in zip(jaxpr.out_avals, ct_nz) if m])
+  with batching.extend_axis_env(_manual_pairs(mesh, manual_axes)):
+    closed, tconsts = staging.trace_flat(bwd, in_avals)
+  outs = shard_map_p.bind(
+      *tconsts, *res, *nz_cts, jaxpr=closed, mesh=mesh, manual_axes=manual_axes,
+      check_vma=check_vma,
+      in_specs=(PartitionSpec(),) * len(tconsts)
+      + tuple(s for s, m in zip(in_specs, lin) if not m)
+      + tuple(s for s, m in zip(out_specs, ct_nz) if m),
+      out_specs=tuple(s for s, m in zip(in_specs, lin) if m))
+  it = iter(outs)
+  return [next(it) if m else None for m in lin]
+
+
+def _register_ad():
+  from pyjax._src.interpreters import ad
+  ad.interpreter_jvps[shard_map_p] = _shard_map_jvp
+  ad.primitive_transposes[shard_map_p] = _shard_map_transpose
+
+
+_register_ad()
 
 
 # --- the public function -------------------------------------------------------------------

@@ -280,15 +280,19 @@ def canonicalize_dimension_numbers(dimension_numbers):
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
                 *, out_sharding=None):
-  """General contraction (XLA DotGeneral).  ``out_sharding`` is accepted and ignored
-  (single-device placement).  Mixed operand dtypes follow XLA's higher-precision rule."""
+  """General contraction (XLA DotGeneral).  ``out_sharding`` (a NamedSharding, or a
+  PartitionSpec under a context mesh) is the result's sharding type (see
+  ``pyjax._src.sharding_types``).  Mixed operand dtypes follow XLA's higher-precision
+  rule."""
   _aval_of(lhs, "dot_general", 0)
   _aval_of(rhs, "dot_general", 1)
   dims = canonicalize_dimension_numbers(dimension_numbers)
   pref = dtypes.check_user_dtype(preferred_element_type, "dot")
+  from pyjax._src.out_sharding import resolve_out_sharding
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                             precision=canonicalize_precision(precision),
-                            preferred_element_type=pref, out_sharding=None)
+                            preferred_element_type=pref,
+                            out_sharding=resolve_out_sharding(out_sharding, "dot_general"))
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,

@@ -249,9 +249,10 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
 
   Differs from JAX: a total-size mismatch raises TypeError ("reshape total size must be
   unchanged ...") at trace time, as older JAX did (JAX 0.10 reports it only when
-  lowering); ``out_sharding`` other than None is not supported."""
+  lowering); ``out_sharding`` is the result's sharding type (``sharding_types``)."""
   if out_sharding is not None:
-    raise NotImplementedError("reshape: out_sharding is not supported")
+    from pyjax._src.out_sharding import resolve_out_sharding
+    out_sharding = resolve_out_sharding(out_sharding, "reshape")
   new_sizes = canonicalize_shape(new_sizes)
   shp = _shape(operand)
   if dimensions is None:
@@ -259,10 +260,11 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
   else:
     dims = tuple(operator.index(d) for d in dimensions)
     same_dims = dims == tuple(range(len(shp)))
-  if shp and shp == new_sizes and same_dims and _is_array(operand):
+  if shp and shp == new_sizes and same_dims and _is_array(operand) and out_sharding is None:
     return operand
   return reshape_p.bind(operand, new_sizes=new_sizes,
-                        dimensions=None if dims is None or same_dims else dims, sharding=None)
+                        dimensions=None if dims is None or same_dims else dims,
+                        sharding=out_sharding)
 
 
 def collapse(operand, start_dimension, stop_dimension=None):

@@ -53,6 +53,9 @@ sharding_constraint_p.def_abstract_eval(lambda x, **_: x)
 
 @sharding_constraint_p.def_impl
 def _sharding_constraint_impl(x, *, sharding, layout, context_mesh, unconstrained_dims):
+  from pyjax._src.runtime import sharded_array
+  if sharded_array.is_multi_device(sharding):   # laid out over the sharding's devices
+    return sharded_array.put_sharded(x, sharding)
   dev = sharding._device if isinstance(sharding, SingleDeviceSharding) else None
   return _place(x, dev)
 
@@ -77,9 +80,9 @@ def _is_sharding(s):
 
 def with_sharding_constraint(x, shardings):
   """Constrain how the leaves of ``x`` are placed: ``shardings`` (a tree prefix of ``x``)
-  holds ``Sharding`` objects.  With one device per computation this is the identity on
-  values.  Differs from JAX: PartitionSpecs need a mesh, which pyjax does not have
-  (JAX's RuntimeError)."""
+  holds ``Sharding`` objects (or PartitionSpecs under a context mesh); a NamedSharding may
+  name only Auto axes (JAX's ValueError).  Values are unchanged; eagerly the result is
+  laid out as the sharding says, under ``jit`` the jit's output takes the sharding."""
   leaves, tree = tree_util.tree_flatten(x)
   try:
     specs = tree_util.broadcast_prefix(shardings, x, is_leaf=lambda s: s is None)
@@ -95,6 +98,10 @@ def with_sharding_constraint(x, shardings):
     if s is None:
       raise ValueError("One of with_sharding_constraint arguments got sharding None which is "
                        "not allowed. Please only pass `jax.sharding.Sharding` instances.")
+    if type(s).__name__ == "PartitionSpec" and _context_mesh() is not None:
+      s = _named(_context_mesh(), s)
+    if type(s).__name__ == "NamedSharding":
+      _check_auto_axes(s)
     if type(s).__name__ == "PartitionSpec":
       raise RuntimeError(
           "with_sharding_constraint requires a non-empty mesh in context if you are passing "
@@ -111,6 +118,42 @@ def with_sharding_constraint(x, shardings):
                                            context_mesh=_EMPTY_MESH,
                                            unconstrained_dims=frozenset()))
   return tree_util.tree_unflatten(tree, outs)
+
+
+def _context_mesh():
+  from pyjax._src import sharding as _sh
+  m = _sh.get_mesh()
+  return None if m is None or m.empty else m
+
+
+def _named(mesh, spec):
+  from pyjax._src import sharding as _sh
+  return _sh.NamedSharding(mesh, spec)
+
+
+def _abstract_repr(mesh):
+  """The abstract mesh as JAX prints it (with the devices' kind and platform)."""
+  r = repr(mesh.abstract_mesh)
+  devs = getattr(mesh, "devices", None)
+  if devs is None or not devs.size:
+    return r
+  d = devs.flat[0]
+  return (f"{r[:-1]}, device_kind={getattr(d, 'device_kind', d.platform)}, num_cores=None, "
+          f"platform={d.platform})")
+
+
+def _check_auto_axes(s):
+  """with_sharding_constraint may name only Auto mesh axes (JAX's ValueError)."""
+  from pyjax._src.sharding import AxisType
+  mesh = s.mesh
+  types = dict(zip(mesh.axis_names, mesh.axis_types))
+  for e in s.spec:
+    for n in (e if isinstance(e, tuple) else (e,)):
+      if isinstance(n, str) and types.get(n) != AxisType.Auto:
+        raise ValueError(
+            "The spec of NamedSharding passed to with_sharding_constraint can only refer to "
+            f"Auto axes of the mesh. Got spec={s.spec} and mesh={_abstract_repr(mesh)}. You "
+            "probably meant to use `reshard` API?")
 
 
 # --- device_put -----------------------------------------------------------------------------

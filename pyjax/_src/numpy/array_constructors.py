@@ -182,6 +182,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
     check_out_sharding(out_sharding, "jnp.asarray")
   if type(a) is ArrayImpl and (dtype is None or dtypes.to_numpy_dtype(dtype) == a.dtype) and device is None:
     return a
+  if isinstance(a, ArrayImpl) and dtype is None and device is None and not copy:
+    return a   # a sharded Array keeps its sharding
   if isinstance(a, core.Tracer) and dtype is None:
     return a
   return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device)

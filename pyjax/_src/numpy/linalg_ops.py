@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from pyjax._src import dtypes
+from pyjax._src.runtime.array import ArrayImpl as _ArrayImpl
 from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy.reductions import (lax, _asarray, _convert, _canonicalize_axis,
                                          _expand_dims, _full)
@@ -75,7 +76,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None)
   else:
     contract = ((a.ndim - 1,), (b.ndim - 2,))
   out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                        preferred_element_type=pet)
+                        preferred_element_type=pet, out_sharding=out_sharding)
   return _convert(out, pet, weak)
 
 
@@ -129,8 +130,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=No
   a = _squeeze(a, a_squeeze)
   b = _squeeze(b, b_squeeze)
   dims = (((a.ndim - 1,), (b.ndim - 1 - b_is_mat,)), (tuple(a_bdims), tuple(b_bdims)))
-  out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=pet)
+  direct = out_sharding if tuple(perm) == tuple(range(len(perm))) else None
+  out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=pet,
+                        out_sharding=direct)
   out = _transpose(out, perm)
+  if out_sharding is not None and direct is None:
+    from pyjax._src.jit_sharding import reshard
+    out = reshard(out, out_sharding)
   if both_squeeze:
     out = _expand_dims(out, both_squeeze)
   return _convert(out, pet, weak)
@@ -253,7 +259,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
     raise TypeError("tensordot axes argument must be an int, a pair of ints, or a pair of "
                     "lists/tuples of ints.")
   out = lax.dot_general(a, b, (contract, ((), ())), precision=precision,
-                        preferred_element_type=pet)
+                        preferred_element_type=pet, out_sharding=out_sharding)
   return _convert(out, pet, weak)
 
 
@@ -314,8 +320,8 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
     raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
   path_type = "optimal" if optimize is True else _unoptimized() if optimize is False \
       else optimize
-  operands = tuple(op.__jax_array__() if hasattr(op, "__jax_array__") else op
-                   for op in operands)
+  operands = tuple(op.__jax_array__() if hasattr(op, "__jax_array__")
+                   and not isinstance(op, _ArrayImpl) else op for op in operands)
   oe = _opt_einsum()
   operands, contractions = oe.contract_path(*operands, einsum_call=True, use_blas=True,
                                             optimize=path_type)

@@ -126,7 +126,7 @@ def _compute_newshape(arr, newshape):
 def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
   """Reshape ``a``; one dimension may be -1.  ``order`` 'C' or 'F' ('A' is not supported,
   as in JAX)."""
-  if order == "C" and type(a) is ArrayImpl:
+  if order == "C" and type(a) is ArrayImpl and out_sharding is None:
     new = _fast_newshape(a, shape)
     if new is not None:
       return a if new == a.shape and new else _reshape_p.bind(
@@ -134,7 +134,7 @@ def reshape(a, shape, order="C", *, copy=None, out_sharding=None):
   a = _arr("reshape", a)
   new = _compute_newshape(a, shape)
   if order == "C":
-    return lax.reshape(a, new)
+    return lax.reshape(a, new, out_sharding=out_sharding)
   if order == "F":
     nd = a.ndim
     out = lax.reshape(a, new[::-1], tuple(range(nd - 1, -1, -1)))

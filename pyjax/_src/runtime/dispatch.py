@@ -155,7 +155,8 @@ def apply_primitive(prim, args, params):
   if sharded is not None:   # outputs laid out again (sharded_array.reshard_outputs)
     from pyjax._src.runtime import sharded_array
     return sharded_array.reshard_outputs(
-        _finish(prim, prim.name, out_aval, bufs, params, device, device is not None), sharded)
+        _finish(prim, prim.name, out_aval, bufs, params, device, device is not None), sharded,
+        prim, params, args)
   return _finish(prim, prim.name, out_aval, bufs, params, device, device is not None)
 
 

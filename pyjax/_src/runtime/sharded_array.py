@@ -318,15 +318,41 @@ def output_sharding(out_aval, sharded_inputs):
   return None
 
 
-def reshard_outputs(out, sharded_inputs):
-  """Lay eager outputs (one Array or a list) out by ``output_sharding``."""
-  def one(o):
+def _typed_shardings(prim, params, args, outs, sharded_inputs):
+  """The output shardings of one eager primitive application by the sharding-type rules
+  (``sharding_types``), or None when the inputs' shardings are not over one mesh."""
+  from pyjax._src.sharding import NamedSharding, Mesh
+  from pyjax._src import sharding_types
+  mesh = getattr(sharded_inputs[0]._sharding, "mesh", None)
+  if not isinstance(mesh, Mesh):
+    return None
+  in_avals, in_specs = [], []
+  for x in args:
+    aval = getattr(x, "aval", None)
+    if aval is None:
+      aval = ShapedArray(np.shape(x), np.result_type(x))
+    in_avals.append(aval)
+    s = x._sharding if isinstance(x, ShardedArrayImpl) else None
+    in_specs.append(sharding_types.spec_of(s, len(aval.shape))
+                    if isinstance(s, NamedSharding) and s.mesh == mesh else None)
+  specs = sharding_types.eager_out_specs(mesh, prim, params, in_avals, in_specs,
+                                         [o.aval for o in outs])
+  return [NamedSharding(mesh, sharding_types.to_spec(d)) for d in specs]
+
+
+def reshard_outputs(out, sharded_inputs, prim=None, params=None, args=None):
+  """Lay eager outputs (one Array or a list) out: by the sharding-type rules of ``prim``
+  when given (``sharding_types``), else by ``output_sharding``."""
+  many = isinstance(out, (list, tuple))
+  outs = list(out) if many else [out]
+  shardings = None
+  if prim is not None:
+    shardings = _typed_shardings(prim, params, args, outs, sharded_inputs)
+  res = []
+  for i, o in enumerate(outs):
     if type(o) is not ArrayImpl:
-      return o
-    s = output_sharding(o.aval, sharded_inputs)
-    if s is None:
-      return o
-    return shard_global(o._data(), o.aval, s)
-  if isinstance(out, (list, tuple)):
-    return type(out)(one(o) for o in out)
-  return one(out)
+      res.append(o)
+      continue
+    s = shardings[i] if shardings is not None else output_sharding(o.aval, sharded_inputs)
+    res.append(o if s is None else shard_global(o._data(), o.aval, s))
+  return type(out)(res) if many else res[0]

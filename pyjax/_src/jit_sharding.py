@@ -1,0 +1,261 @@
+"""``jit(in_shardings=, out_shardings=)``, ``reshard`` and the layout of jit outputs.
+
+pyjax computes a jitted program globally (bit-identical to the unsharded run) and lays
+its outputs out afterwards:
+
+* ``out_shardings`` (a pytree prefix of the outputs: Sharding objects, PartitionSpecs
+  under a context mesh, None) says where each output goes;
+* otherwise an output's sharding is its sharding type, derived from the inputs'
+  shardings by ``sharding_types`` (the rules of JAX's Explicit sharding; over Auto axes
+  the same rules stand in for XLA's propagation);
+* ``in_shardings`` (a prefix of the positional arguments) lays uncommitted inputs out
+  and must agree with the sharding of committed ones (JAX's ValueError otherwise).
+
+``reshard(x, s)`` lays ``x`` out as ``s`` (eagerly a copy, under a trace a
+``sharding_constraint`` equation the output layout follows).
+
+Differs from JAX: the program is not partitioned (one device computes it), so sharded
+jit gives JAX's layouts and values but not its parallel speed; shardings are not part of
+the compiled program's cache key (the same executable serves every layout).
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+
+from pyjax._src import core, tree_util
+from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
+from pyjax._src.runtime import sharded_array as _sharded
+from pyjax._src import sharding as _sh
+from pyjax._src import sharding_types as _types
+from pyjax._src.out_sharding import spec_to_named
+
+__all__ = ["needs_wrapper", "ShardedJit", "layout_jit_outputs", "reshard", "resolve"]
+
+
+def _is_spec(s):
+  return isinstance(s, _sh.PartitionSpec)
+
+
+def _leaves(shardings):
+  return tree_util.tree_leaves(shardings, is_leaf=lambda s: s is None or _is_spec(s))
+
+
+def needs_wrapper(in_shardings, out_shardings):
+  """Whether jit's shardings need this module (anything beyond single-device
+  placements)."""
+  for s in _leaves(in_shardings) + _leaves(out_shardings):
+    if _is_spec(s) or (isinstance(s, _sh.NamedSharding) and s.num_devices > 1):
+      return True
+  return False
+
+
+def resolve(s, what):
+  """A Sharding from a jit/reshard sharding leaf (PartitionSpecs need a context mesh)."""
+  if s is None or not _is_spec(s):
+    return s
+  mesh = _sh.get_mesh()
+  if mesh is None or mesh.empty:
+    raise RuntimeError(
+        f"jit requires a non-empty mesh in context if you are passing `PartitionSpec`s to "
+        f"{what}. You can define a context mesh via `jax.set_mesh(mesh)`. Alternatively, "
+        f"provide `Sharding`s to {what} and then the mesh context manager is not required.")
+  return _sh.NamedSharding(mesh, s)
+
+
+def _flat_prefix(shardings, tree_value, what, nargs=None):
+  """One sharding (or None) per leaf of ``tree_value``."""
+  if isinstance(shardings, list):
+    shardings = tuple(shardings)
+  if nargs is not None and isinstance(shardings, tuple) and len(shardings) != nargs:
+    raise ValueError(
+        f"pjit {what} specification must be a tree prefix of the positional arguments "
+        f"tuple. In particular, pjit {what} must either be a Sharding, a PartitionSpec, or "
+        f"a tuple of length equal to the number of positional arguments. But pjit {what} "
+        f"is the wrong length: got a tuple or list of length {len(shardings)} for an args "
+        f"tuple of length {nargs}.")
+  if nargs is not None and not isinstance(shardings, tuple):
+    shardings = (shardings,) * nargs
+  try:
+    flat = tree_util.broadcast_prefix(shardings, tree_value,
+                                      is_leaf=lambda s: s is None or _is_spec(s))
+  except ValueError as e:
+    raise ValueError(f"pjit {what} specification must be a tree prefix of the "
+                     f"corresponding value: {e}") from None
+  return [resolve(s, what) for s in flat]
+
+
+def _mesh_of(shardings):
+  for s in shardings:
+    if isinstance(s, _sh.NamedSharding) and isinstance(s.mesh, _sh.Mesh) and s.mesh.size > 1:
+      return s.mesh
+  return None
+
+
+def _lay_out(x, s):
+  if s is None or not isinstance(x, ArrayImpl):
+    return x
+  if isinstance(s, SingleDeviceSharding) or not _sharded.is_multi_device(s):
+    return x
+  return _sharded.put_sharded(x, s)
+
+
+_constraint_mesh = weakref.WeakKeyDictionary()   # ClosedJaxpr -> mesh of a constraint
+
+
+def _find_constraint_mesh(jaxpr):
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "sharding_constraint":
+      s = eqn.params.get("sharding")
+      if _sharded.is_multi_device(s) and isinstance(getattr(s, "mesh", None), _sh.Mesh):
+        return s.mesh
+    sub = _types._sub_jaxpr(eqn)
+    if sub is not None:
+      m = _find_constraint_mesh(sub.jaxpr)
+      if m is not None:
+        return m
+  return None
+
+
+def _constraint_mesh_of(closed):
+  try:
+    hit = _constraint_mesh.get(closed, False)
+  except TypeError:
+    return _find_constraint_mesh(closed.jaxpr)
+  if hit is False:
+    hit = _constraint_mesh[closed] = _find_constraint_mesh(closed.jaxpr)
+  return hit
+
+
+def lays_out(closed, leaves):
+  """Whether the outputs of ``closed`` run on ``leaves`` need laying out: some input is
+  sharded or the program holds a multi-device sharding constraint (``reshard``)."""
+  for x in leaves:
+    if type(x) is not ArrayImpl and isinstance(x, ArrayImpl):
+      return True
+  return _constraint_mesh_of(closed) is not None
+
+
+def layout_jit_outputs(closed, leaves, outs, out_shardings=None):
+  """Lay the outputs of a jitted program out: ``out_shardings`` (one per output, None
+  where not given) first, else the sharding type derived from the sharded inputs."""
+  in_sh = [x._sharding if isinstance(x, _sharded.ShardedArrayImpl) else None
+           for x in leaves]
+  mesh = _mesh_of(in_sh) or _constraint_mesh_of(closed)
+  if out_shardings is None:
+    out_shardings = [None] * len(outs)
+  derived = None
+  if mesh is not None and any(s is None for s in out_shardings):
+    n_extra = len(closed.in_avals) - len(leaves)   # closed-over tracer constants first
+    specs = [None] * n_extra + [_types.spec_of(s, len(x.aval.shape))
+                                if s is not None and getattr(s, "mesh", None) == mesh
+                                else None for s, x in zip(in_sh, leaves)]
+    derived = _types.jaxpr_out_specs(mesh, closed, specs)
+  res = []
+  for i, (o, s) in enumerate(zip(outs, out_shardings)):
+    if s is None and derived is not None:
+      s = _sh.NamedSharding(mesh, _types.to_spec(derived[i]))
+    res.append(_lay_out(o, s))
+  return res
+
+
+def _check_committed(x, s):
+  """A committed sharded input must already be laid out as ``in_shardings`` says."""
+  if not isinstance(x, _sharded.ShardedArrayImpl) or s is None:
+    return
+  have = x._sharding
+  if have == s:
+    return
+  nd = len(x.aval.shape)
+  if (isinstance(s, _sh.NamedSharding) and isinstance(have, _sh.NamedSharding)
+      and s.mesh == have.mesh and _types.spec_of(s, nd) == _types.spec_of(have, nd)):
+    return
+  raise ValueError(
+      f"Sharding passed to jit does not match the sharding on the respective arg. Got jit "
+      f"sharding: {s},\narg sharding: {have} for arg type: {x._typed_aval().str_short()}")
+
+
+class ShardedJit:
+  """``jit(f, in_shardings=, out_shardings=)`` with multi-device shardings: the jitted
+  function (``inner``) runs globally; inputs and outputs are laid out as the shardings
+  say (see the module docstring).  Under a trace the call is the inner jit's."""
+
+  def __init__(self, inner, in_shardings, out_shardings):
+    functools.update_wrapper(self, inner._fun, updated=())
+    self._inner = inner
+    self._in = in_shardings
+    self._out = out_shardings
+
+  def __getattr__(self, name):
+    return getattr(self._inner, name)
+
+  def __get__(self, obj, objtype=None):
+    if obj is None:
+      return self
+    import types
+    return types.MethodType(self, obj)
+
+  def __repr__(self):
+    return repr(self._inner)
+
+  def __call__(self, *args, **kwargs):
+    if core.current_interpreter() is not core.eval_interpreter:
+      return self._inner(*args, **kwargs)
+    args = list(args)
+    if self._in is not None:
+      flat_in = _flat_prefix(self._in, tuple(args), "in_shardings", nargs=len(args))
+      leaves, tree = tree_util.tree_flatten(tuple(args))
+      placed = []
+      for x, s in zip(leaves, flat_in):
+        _check_committed(x, s)
+        placed.append(x if s is None or isinstance(x, _sharded.ShardedArrayImpl)
+                      else _lay_out(x if isinstance(x, ArrayImpl) else _asarray(x), s))
+      args = list(tree.unflatten(placed))
+    out = self._inner(*args, **kwargs)
+    if self._out is None:
+      return out
+    flat_out = _flat_prefix(self._out, out, "out_shardings")
+    leaves, tree = tree_util.tree_flatten(out)
+    return tree.unflatten([_lay_out(o, s) for o, s in zip(leaves, flat_out)])
+
+
+def _asarray(x):
+  from pyjax._src.numpy.array_constructors import asarray
+  return asarray(x)
+
+
+def reshard(xs, out_shardings):
+  """Lay ``xs`` (a pytree) out as ``out_shardings`` (a prefix of it: NamedShardings, or
+  PartitionSpecs under a context mesh).  Eagerly the result is a new sharded Array;
+  under a trace the value passes through a ``sharding_constraint`` equation, whose
+  sharding the outputs of the enclosing jit take.
+
+  Differs from JAX: the equation is ``sharding_constraint``, not ``reshard``."""
+  leaves, tree = tree_util.tree_flatten(xs)
+  try:
+    flat = tree_util.broadcast_prefix(out_shardings, xs,
+                                      is_leaf=lambda s: s is None or _is_spec(s))
+  except ValueError as e:
+    raise ValueError(f"reshard out_shardings must be a tree prefix of the value: {e}") from None
+  outs = []
+  for x, s in zip(leaves, flat):
+    if _is_spec(s):
+      s = spec_to_named(s)
+    if not isinstance(s, (_sh.NamedSharding, SingleDeviceSharding)):
+      raise TypeError(f"reshard out_shardings leaves must be NamedSharding or PartitionSpec, "
+                      f"got {s!r}")
+    if isinstance(x, core.Tracer):
+      from pyjax._src.lax.sharding import sharding_constraint_p, _EMPTY_MESH
+      outs.append(sharding_constraint_p.bind(x, sharding=s, layout=None,
+                                             context_mesh=_EMPTY_MESH,
+                                             unconstrained_dims=frozenset()))
+    else:
+      x = x if isinstance(x, ArrayImpl) else _asarray(x)
+      outs.append(_sharded.put_sharded(x, s) if _sharded.is_multi_device(s)
+                  else _lay_single(x, s))
+  return tree.unflatten(outs)
+
+
+def _lay_single(x, s):
+  from pyjax._src.api_device import device_put
+  return device_put(x, s)
