@@ -1,5 +1,6 @@
 """The generated C's own vector math (pyjax/_src/backends/cpu/compiler/vmath.py): exp, exp2,
-expm1, tanh, logistic, log, log1p inlined into SIMD loops.
+expm1, tanh, logistic, log, log1p (float32 and float64) and erf, sin, cos, tan (float32)
+inlined into SIMD loops.
 
 Native results against correctly rounded references (float32: NumPy's float64 result
 rounded to float32; float64: ``np.longdouble``), dense bit-pattern sweeps, every special
@@ -28,6 +29,7 @@ pytestmark = [
 ]
 
 NAMES = ["exp", "exp2", "expm1", "tanh", "logistic", "log", "log1p"]
+NAMES32 = ["erf", "sin", "cos", "tan"]    # float32 only (float64: glibc's scalar functions)
 _EXP_MAX = {F32: 88.72283172607421875, F64: 709.782712893383973096}   # largest finite exp
 
 
@@ -41,15 +43,18 @@ def _reference(name, x, dt):
       # overflows, the true (possibly subnormal) value above that
       r = (np.where(xw < 0, np.exp(xw), 1) / (1 + np.exp(-np.abs(xw))))
       r = np.where(xw < -_EXP_MAX[dt], 0, r)
+    elif name == "erf":
+      r = sp.erf(xw)
     else:
       r = getattr(np, name)(xw)
   return r.astype(dt)
 
 
 def _ulp_bound(name, dt):
-  """Our own functions: 2 ulp; libmvec's (when it is the faster one): the 4 of test_cpu_compiler."""
+  """Our own functions: 2 ulp (erf, sin, cos, tan: 1); libmvec's (when it is the faster one):
+  the 4 of test_cpu_compiler."""
   if not build.toolchain().mvec:
-    return 2
+    return 1 if name in NAMES32 else 2
   if dt == F64 and name == "logistic":
     return 4     # 1 / (1 + exp(-x)) around libmvec's exp
   return 2 if vmath.function(name, dt != F64).startswith("pj_") else 4
@@ -107,6 +112,25 @@ def test_float32_sweep_slow():
     got, _ = native(_fns, x)
     for n, g in zip(NAMES, leaves(got)):
       _check(n, x, g, _reference(n, x, F32), _ulp_bound(n, F32))
+
+
+def test_float32_erf_and_trig_through_jit():
+  """Every 1000th float32 bit pattern and the special values: within 1 ulp, specials exact
+  (sin(+-inf) = NaN, the sign of zero kept, erf(+-inf) = +-1), huge arguments reduced exactly."""
+  x = np.concatenate([_f32_patterns(1000), _special_inputs(F32),
+                      np.array([1e22, -1e22, 16331.239, 3.4e38, np.pi / 2, 0.875, 3.92], F32)])
+  got, exe = native(lambda x: [getattr(lax, n)(x) for n in NAMES32], x)
+  if not build.toolchain().mvec:
+    text = exe.as_text()
+    for n in NAMES32:   # the kernel calls vmath.py's function (the macro naming it)
+      assert f"#define PJ_F_{n.upper()} pj_{n}f" in text and f"PJ_F_{n.upper()}(" in text, n
+  for n, g in zip(NAMES32, leaves(got)):
+    want = _reference(n, x, F32)
+    _check(n, x, g, want, _ulp_bound(n, F32))
+    exact = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1) | ~np.isfinite(x)
+    gi, wi = np.asarray(g)[exact], want[exact]
+    ok = (np.isnan(gi) & np.isnan(wi)) | ((gi == wi) & (np.signbit(gi) == np.signbit(wi)))
+    assert ok.all(), (n, x[exact][~ok], gi[~ok], wi[~ok])
 
 
 def _f64_inputs(n=200_000, seed=0):
@@ -219,7 +243,8 @@ _DIRECT = r"""
 PJ_LOOP(t_expf, float, pj_expf) PJ_LOOP(t_exp2f, float, pj_exp2f)
 PJ_LOOP(t_expm1f, float, pj_expm1f) PJ_LOOP(t_tanhf, float, pj_tanhf)
 PJ_LOOP(t_logisticf, float, pj_logisticf) PJ_LOOP(t_logf, float, pj_logf)
-PJ_LOOP(t_log1pf, float, pj_log1pf)
+PJ_LOOP(t_log1pf, float, pj_log1pf) PJ_LOOP(t_erff, float, pj_erff)
+PJ_LOOP(t_sinf, float, pj_sinf) PJ_LOOP(t_cosf, float, pj_cosf) PJ_LOOP(t_tanf, float, pj_tanf)
 PJ_LOOP(t_exp, double, pj_exp) PJ_LOOP(t_exp2, double, pj_exp2)
 PJ_LOOP(t_expm1, double, pj_expm1) PJ_LOOP(t_tanh, double, pj_tanh)
 PJ_LOOP(t_logistic, double, pj_logistic) PJ_LOOP(t_log, double, pj_log)
@@ -246,10 +271,10 @@ def direct():
   return run
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + NAMES32)
 def test_direct_float32_every_331st_bit_pattern(direct, name):
   x = _f32_patterns(331)
-  _check(name, x, direct(name, x), _reference(name, x, F32), 2)
+  _check(name, x, direct(name, x), _reference(name, x, F32), 1 if name in NAMES32 else 2)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -259,8 +284,19 @@ def test_direct_float64(direct, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + NAMES32)
 def test_direct_float32_sweep_slow(direct, name):
   for lo in range(0, 1 << 32, 1 << 25):
     x = _f32_patterns(_SLOW_STRIDE, lo, lo + (1 << 25))
-    _check(name, x, direct(name, x), _reference(name, x, F32), 2)
+    _check(name, x, direct(name, x), _reference(name, x, F32), 1 if name in NAMES32 else 2)
+
+
+def test_direct_vector_body_equals_scalar_tail(direct):
+  """The SIMD body and the loop's scalar remainder are the same code: an element's result
+  does not depend on its position (what makes the two jit tiers agree bit for bit)."""
+  x = np.random.default_rng(3).standard_normal(4099).astype(F32) * 10
+  for name in NAMES + NAMES32:
+    whole = direct(name, x)
+    for k in (1, 3, 7, 13):   # every element once in a short array (tail only) or shifted
+      part = np.concatenate([direct(name, x[i:i + k]) for i in range(0, 52, k)])
+      assert np.array_equal(part.view(np.uint32), whole[:len(part)].view(np.uint32)), (name, k)
