@@ -23,6 +23,16 @@ DUP_DATA = np.array([1., 2., 3., 7.], np.float32)
 SA = _rng.standard_normal((5, 4)).astype(np.float32)
 SB = _rng.standard_normal((4, 6)).astype(np.float32)
 DN = (([1], [0]), ([], []))
+SORT_IDX = np.array([[[2, 1], [0, 1], [2, 1], [5, 0], [1, 1], [0, 1]],
+                     [[0, 1], [1, 1], [5, 0], [2, 1], [0, 1], [2, 1]]])
+
+
+def _dup_loss(cls, np_):
+  def loss(d):
+    m = cls((d, SORT_IDX), shape=(2, 3, 2))
+    a = m.sum_duplicates(nse=3, remove_zeros=False).data
+    return np_.sum(a * np_.arange(3.)) + np_.sum(m.sort_indices().data * np_.arange(6.))
+  return loss
 
 
 def _jax():
@@ -67,6 +77,7 @@ def ref():
     csr = out["bcsr"][0]
     out["bcsr_grad"] = jax.grad(lambda d: jnp_.sum(
         js.BCSR((d, csr.indices, csr.indptr), shape=A.shape) @ b))(csr.data)
+    out["grad_dup"] = jax.grad(_dup_loss(js.BCOO, jnp_))(np.arange(12.0, dtype=np.float32).reshape(2, 6))
     out["grad_sampled"] = jax.grad(lambda x, y: jnp_.sum(sampled(x, y) ** 2), argnums=(0, 1))(sa, sb)
     return out
   return jax.jit(f)(A, np.stack([A, 2 * A[::-1]]), X3, W, B, C, SA, SB, DUP_DATA)
@@ -232,3 +243,9 @@ def test_bcsr_matches_jax(ref):
   _same(sparse.BCSR.from_scipy_sparse(sp).todense(), sp.toarray())
   xs = np.stack([A, -A])
   _same(pyjax.vmap(lambda m: m @ B)(sparse.BCSR.fromdense(xs, n_batch=1)), xs @ B)
+
+
+def test_grad_through_sum_duplicates_and_sort_indices(ref):
+  d = np.arange(12.0, dtype=np.float32).reshape(2, 6)
+  _same(pyjax.grad(_dup_loss(sparse.BCOO, jnp))(d), ref["grad_dup"])
+  _same(pyjax.jit(pyjax.grad(_dup_loss(sparse.BCOO, jnp)))(d), ref["grad_dup"])

@@ -57,6 +57,37 @@ def _size(args, dims):
   return next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
 
 
+def _linear_in_data_jvp(prim):
+  """JVP of a (data, indices) -> (data, indices) primitive linear in ``data``: the
+  primitive applied to the tangent data with the same indices."""
+  def jvp(primals, tangents, **params):
+    data, indices = primals
+    g, _ = tangents
+    out = prim.bind(data, indices, **params)
+    if type(g) is ad.Zero:
+      t = ad.Zero.from_primal_value(out[0])
+    else:
+      t = prim.bind(g, indices, **params)[0]
+    return out, [t, ad.Zero.from_primal_value(out[1])]
+  ad.primitive_jvps[prim] = jvp
+
+
+def _data_transpose(prim, rule):
+  """Transpose of such a primitive: ``rule(ct_data, data_aval, indices, **params)`` gives
+  the data cotangent (summed back over broadcast batch dimensions here)."""
+  def transpose(ct, data, indices, **params):
+    ct_data, _ = ct
+    if ad.is_undefined_primal(indices):
+      raise ValueError("Cannot transpose with respect to sparse indices")
+    if type(ct_data) is ad.Zero:
+      return [ad.Zero(data.aval), None]
+    out = rule(ct_data, data.aval, indices, **params)
+    if core.get_aval(out).shape != data.aval.shape:
+      out = ad.unbroadcast(data.aval, out)
+    return [out, None]
+  ad.primitive_transposes[prim] = transpose
+
+
 # --- bcoo_todense ---------------------------------------------------------------------------
 bcoo_todense_p = core.Primitive("bcoo_todense")
 
@@ -226,33 +257,16 @@ def _transpose_abstract(data, indices, *, permutation, spinfo):
           ShapedArray(index_shape, indices.dtype, indices.weak_type)]
 
 
-def _transpose_jvp(primals, tangents, *, permutation, spinfo):
-  data, indices = primals
-  g, _ = tangents
-  out = bcoo_transpose_p.bind(data, indices, permutation=permutation, spinfo=spinfo)
-  if type(g) is ad.Zero:
-    t = ad.Zero.from_primal_value(out[0])
-  else:
-    t = bcoo_transpose_p.bind(g, indices, permutation=permutation, spinfo=spinfo)[0]
-  return out, [t, ad.Zero.from_primal_value(out[1])]
-
-
-def _transpose_transpose(ct, data, indices, *, permutation, spinfo):
-  ct_data, _ = ct
-  if ad.is_undefined_primal(indices):
-    raise ValueError("Cannot transpose with respect to sparse indices")
-  if type(ct_data) is ad.Zero:
-    return [ad.Zero(data.aval), None]
+def _transpose_transpose(ct_data, data_aval, indices, *, permutation, spinfo):
   n_batch = _aval(indices).ndim - 2
   n_sparse = _aval(indices).shape[-1]
   dense_perm = [p - n_batch - n_sparse for p in permutation[n_batch + n_sparse:]]
   data_perm = list(permutation[:n_batch]) + [n_batch] + [n_batch + 1 + p for p in dense_perm]
-  inv = tuple(int(i) for i in np.argsort(data_perm))
-  return [_shapes.transpose(ct_data, inv), None]
+  return _shapes.transpose(ct_data, tuple(int(i) for i in np.argsort(data_perm)))
 
 
-ad.primitive_jvps[bcoo_transpose_p] = _transpose_jvp
-ad.primitive_transposes[bcoo_transpose_p] = _transpose_transpose
+_linear_in_data_jvp(bcoo_transpose_p)
+_data_transpose(bcoo_transpose_p, _transpose_transpose)
 
 
 def _transpose_batch(args, dims, *, permutation, spinfo):
@@ -470,9 +484,10 @@ ad.primitive_jvps[bcoo_spdot_general_p] = _spdot_jvp
 
 # --- bcoo_sort_indices / bcoo_sum_duplicates ------------------------------------------------
 # Both are linear in ``data`` for fixed indices, so the tangent is the primitive applied to
-# the tangent data (the same permutation / the same summation).  Their transposes (needed by
-# reverse mode) are not implemented yet: ``grad`` through them raises JAX's
-# "Transpose rule ... not implemented" NotImplementedError.
+# the tangent data (the same permutation / the same summation).  Their transposes gather
+# the output cotangent back to the input entries through the permutation / the mapping of
+# each entry to its output slot, computed from the indices with ``sort`` (traceable, so it
+# works under ``jit`` and ``vmap``).
 bcoo_sort_indices_p = core.Primitive("bcoo_sort_indices")
 bcoo_sort_indices_p.multiple_results = True
 bcoo_sum_duplicates_p = core.Primitive("bcoo_sum_duplicates")
@@ -501,19 +516,6 @@ def _sum_dup_abstract(data, indices, *, spinfo, nse):
                       data.weak_type),
           ShapedArray(tuple(indices.shape[:nb]) + (nse, props.n_sparse), indices.dtype,
                       indices.weak_type)]
-
-
-def _linear_in_data_jvp(prim):
-  def jvp(primals, tangents, **params):
-    data, indices = primals
-    g, _ = tangents
-    out = prim.bind(data, indices, **params)
-    if type(g) is ad.Zero:
-      t = ad.Zero.from_primal_value(out[0])
-    else:
-      t = prim.bind(g, indices, **params)[0]
-    return out, [t, ad.Zero.from_primal_value(out[1])]
-  ad.primitive_jvps[prim] = jvp
 
 
 _linear_in_data_jvp(bcoo_sort_indices_p)
@@ -548,3 +550,76 @@ def _spdot_batch(args, dims, **params):
 
 
 batching.primitive_batchers[bcoo_spdot_general_p] = _spdot_batch
+
+
+def _entry_slots(indices, shape, unique):
+  """For each stored entry (along axis ``n_batch``): its position after a stable
+  lexicographic sort of the index rows, or with ``unique`` the slot of its distinct index
+  (out-of-bounds rows share the slot after the in-bounds ones)."""
+  from pyjax import numpy as jnp
+  from pyjax._src.lax import sorting as _sorting
+  ia = core.get_aval(indices)
+  n_batch = ia.ndim - 2
+  nse, n_sparse = ia.shape[-2:]
+  keys = [indices[..., j] for j in range(n_sparse)]
+  if unique:
+    fill = [np.asarray(shape[n_batch + j], ia.dtype) for j in range(n_sparse)]
+    oob = None
+    for k, f in zip(keys, fill):
+      bad = (k < 0) | (k >= f)
+      oob = bad if oob is None else oob | bad
+    keys = [jnp.where(oob, f, k) for k, f in zip(keys, fill)]
+  iota = _shapes.broadcasted_iota(np.int32, tuple(ia.shape[:-1]), n_batch)
+  if not n_sparse:
+    return iota if not unique else jnp.zeros_like(iota)
+  *sorted_keys, perm = _sorting.sort(keys + [iota], dimension=n_batch, num_keys=n_sparse)
+  if not unique:
+    return perm
+  new = None
+  for k in sorted_keys:
+    d = k[..., 1:] != k[..., :-1]
+    new = d if new is None else new | d
+  first = jnp.ones(tuple(ia.shape[:n_batch]) + (1,), bool)
+  pos = jnp.cumsum(jnp.concatenate([first, new], axis=-1).astype(np.int32), axis=-1) - 1
+  _, slot = _sorting.sort([perm, pos], dimension=n_batch, num_keys=1)
+  return slot
+
+
+def _gather_entries(ct, where, n_batch, valid=None):
+  """``ct`` gathered along axis ``n_batch`` at ``where`` (zero where not ``valid``)."""
+  from pyjax import numpy as jnp
+  ca = core.get_aval(ct)
+  extra = ca.ndim - (n_batch + 1)
+  idx = jnp.reshape(where, tuple(core.get_aval(where).shape) + (1,) * extra)
+  bshape = tuple(max(a, b) for a, b in zip(ca.shape[:n_batch], core.get_aval(idx).shape))
+  idx = jnp.broadcast_to(idx, bshape + core.get_aval(idx).shape[n_batch:])
+  ct = jnp.broadcast_to(ct, bshape + ca.shape[n_batch:])
+  out = jnp.take_along_axis(ct, jnp.clip(idx, 0, ca.shape[n_batch] - 1), axis=n_batch)
+  if valid is not None:
+    v = jnp.reshape(valid, tuple(core.get_aval(valid).shape) + (1,) * extra)
+    out = jnp.where(v, out, jnp.zeros((), out.dtype))
+  return out
+
+
+def _sort_transpose(ct_data, data_aval, indices, *, spinfo):
+  from pyjax._src.lax import sorting as _sorting
+  n_batch = core.get_aval(indices).ndim - 2
+  perm = _entry_slots(indices, spinfo.shape, unique=False)
+  iota = _shapes.broadcasted_iota(np.int32, tuple(core.get_aval(perm).shape), n_batch)
+  _, inv = _sorting.sort([perm, iota], dimension=n_batch, num_keys=1)
+  return _gather_entries(ct_data, inv, n_batch)
+
+
+def _sum_dup_transpose(ct_data, data_aval, indices, *, spinfo, nse):
+  ia = core.get_aval(indices)
+  n_batch = ia.ndim - 2
+  if ia.shape[-1] == 0:   # all entries were summed into one slot
+    from pyjax import numpy as jnp
+    return jnp.broadcast_to(ct_data, tuple(core.get_aval(ct_data).shape[:n_batch])
+                            + (ia.shape[-2],) + tuple(data_aval.shape[n_batch + 1:]))
+  slot = _entry_slots(indices, spinfo.shape, unique=True)
+  return _gather_entries(ct_data, slot, n_batch, valid=slot < nse)
+
+
+_data_transpose(bcoo_sort_indices_p, _sort_transpose)
+_data_transpose(bcoo_sum_duplicates_p, _sum_dup_transpose)
