@@ -98,6 +98,14 @@ class JaxprTypeError(TypeError):
   """Raised when a jaxpr fails its type check (as jax.errors.JaxprTypeError)."""
 
 
+class MLIRError(Exception):
+  """Named as jaxlib's ``jaxlib.mlir.ir.MLIRError``, which JAX raises when a program it
+  traced cannot be lowered (e.g. a random sample shape or number of keys with a negative
+  dimension: "Invalid type: ... invalid tensor dimension size").  Differs from JAX: pyjax
+  has no MLIR; it raises this class with JAX's message when tracing such a program, so
+  ``make_jaxpr`` of it raises too (JAX's succeeds and the error comes at lowering)."""
+
+
 class InconclusiveDimensionOperation(Exception):
   """Raised for a dimension comparison that symbolic shapes cannot decide (as in JAX;
   pyjax has no symbolic shapes yet, so it is defined for ``except`` clauses that name it)."""

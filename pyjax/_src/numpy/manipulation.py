@@ -711,7 +711,8 @@ def broadcast_to(array, shape, *, out_sharding=None):
                      f"arr_shape={arr_shape} shape={shape}")
   nlead = len(shape) - len(arr_shape)
   tail = shape[nlead:]
-  if not all(d == 1 or d == t for d, t in zip(arr_shape, tail)) or any(d < 0 for d in shape):
+  # (a negative size that passes this check is broadcast_in_dim's TypeError, as in JAX)
+  if not all(d == 1 or d == t for d, t in zip(arr_shape, tail)):
     fmt = lambda s, weak: f"{'~' if weak else ''}{arr.dtype.name}[{','.join(map(str, s))}]"
     raise ValueError("Incompatible types for broadcasting: input type="
                      f"{fmt(arr_shape, arr.weak_type)} and requested type={fmt(shape, False)}")

@@ -22,6 +22,7 @@ from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.lax import lax_api as lax
+from pyjax._src.lax.utils import canonicalize_shape
 from pyjax._src.out_sharding import accepts_out_sharding
 from pyjax._src.random import prng
 from pyjax._src.random.keys import _check_prng_key, _split
@@ -372,11 +373,11 @@ def _generalized_normal(key, p, shape, dtype):
 @accepts_out_sharding()
 def ball(key, d, p=2, shape=(), dtype=None):
   """Uniform samples from the unit ``p``-norm ball in ``d`` dimensions."""
-  shape = _shape(shape)
   key, _ = _check_prng_key("ball", key)
   dtype = _user_dtype(dtype)
-  _check_shape("ball", shape)
   d = core.concrete_or_error(int, d, "The error occurred in jax.random.ball()")
+  shape = _shape((*canonicalize_shape(shape), d))[:-1]   # (JAX's message names shape + (d,))
+  _check_shape("ball", shape)
   return _ball(key, p, d, shape, dtype)
 
 

@@ -558,6 +558,13 @@ def _return_prng_keys(was_wrapped, keys):
   return keys._base_array if was_wrapped else keys
 
 
+def negative_size_error():
+  """JAX's error for a negative number of keys or (most) random sample sizes: JAX traces
+  the size and fails to lower the program, with jaxlib's ``MLIRError``."""
+  from pyjax._src.errors import MLIRError
+  return MLIRError("Invalid type:\nerror: unknown: invalid tensor dimension size")
+
+
 def _split(keys, num=2):
   """Split typed keys (any key shape: each key is split independently)."""
   shape = tuple(num) if isinstance(num, Sequence) else (num,)
@@ -565,7 +572,7 @@ def _split(keys, num=2):
                                        "The error occurred in jax.random.split()")
                 for d in shape)
   if any(d < 0 for d in shape):
-    raise ValueError(f"split: number of keys must be nonnegative, got {shape}")
+    raise negative_size_error()
   if config.jax_debug_key_reuse:
     _key_reuse.consume(keys._base_array, "random_split")
   return PRNGKeyArray(keys._impl, keys._impl.split(keys._base_array, shape))

@@ -25,7 +25,7 @@ from pyjax._src.lax import utils as lax_utils
 from pyjax._src.lax.utils import canonicalize_shape
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes_inexact, canonicalize_axis
 from pyjax._src.out_sharding import accepts_out_sharding
-from pyjax._src.random.keys import _check_prng_key, _split, _random_bits
+from pyjax._src.random.keys import _check_prng_key, _split, _random_bits, negative_size_error
 from pyjax._src.random.prng import UINT_DTYPES, fma
 import pyjax.numpy as jnp
 
@@ -58,16 +58,29 @@ def _float_args(name, key, shape, dtype, *params):
   dtype = _user_dtype(dtype)
   _check_float_dtype(name, dtype)
   if not params:
-    return key, _shape(shape), dtype
+    return key, _lowered_shape(shape), dtype
   shape = _check_broadcast_shapes(name, shape, *params)
   _check_all_safe_to_cast(name, dtype, *params)
   return key, shape, dtype
 
 
 def _shape(shape):
+  """The canonical sample shape; a negative size is JAX's TypeError (JAX's samplers that
+  broadcast their parameters to the shape reject it there)."""
   shape = canonicalize_shape(shape)
   if any(d < 0 for d in shape):
-    raise TypeError(f"random sample shape must have every element be nonnegative, got {shape}.")
+    raise TypeError("Only non-negative indices are allowed when broadcasting static shapes, "
+                    f"but got shape {shape}.")
+  return shape
+
+
+def _lowered_shape(shape):
+  """The canonical sample shape of a sampler that JAX never broadcasts to it (bits, uniform,
+  normal, exponential, ...): JAX traces a negative size and fails lowering the program with
+  jaxlib's ``MLIRError``; pyjax raises that class and message when tracing."""
+  shape = canonicalize_shape(shape)
+  if any(d < 0 for d in shape):
+    raise negative_size_error()
   return shape
 
 
@@ -113,7 +126,7 @@ def bits(key, shape=(), dtype=None):
   dtype = dtypes.default_uint_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
   if not dtypes.issubdtype(dtype, np.unsignedinteger):
     raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-  shape = _shape(shape)
+  shape = _lowered_shape(shape)
   return _random_bits(key, dtype.itemsize * 8, shape)
 
 
@@ -123,7 +136,7 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
   random, then shifted and scaled (as JAX)."""
   key, _ = _check_prng_key("uniform", key)
   dtype = _user_dtype(dtype)
-  shape = _shape(shape)
+  shape = _lowered_shape(shape)
   if not dtypes.issubdtype(dtype, np.floating):
     raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dtype}")
   return _uniform(key, minval, maxval, shape, dtype)
@@ -319,7 +332,7 @@ def normal(key, shape=(), dtype=None):
   ``(-1, 1)``; complex dtypes get independent real and imaginary parts, scaled by
   ``1/sqrt(2)``."""
   key, _ = _check_prng_key("normal", key)
-  shape = _shape(shape)
+  shape = _lowered_shape(shape)
   dtype = _user_dtype(dtype)
   if not dtypes.issubdtype(dtype, np.inexact):
     raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dtype}")
@@ -486,6 +499,7 @@ def _maxwell(key, shape, dtype):
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
   """A Maxwell sample with a random sign, scaled and shifted; the result shape is
   ``shape + broadcast(loc, scale).shape`` (as JAX)."""
+  shape = _shape(shape)   # (JAX broadcasts to it: a negative size is its TypeError)
   key, shape, dtype = _float_args("double_sided_maxwell", key, shape, dtype)
   return _double_sided_maxwell(key, loc, scale, shape, dtype)
 
