@@ -11,7 +11,7 @@ followed by its sparse index) and one slab ``vals[N, *dense]``, so that every ke
 plain COO kernel.  Entries with an index out of bounds (JAX's padding) are dropped.
 Sums of entries that land on the same output position use ``np.bincount`` (1-D real) or
 ``np.add.at``; sparse-times-dense products without dense or batch dimensions use
-SciPy's CSR kernels.
+SciPy's COO (one right-hand side) or CSR (several) kernels.
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ except ImportError:  # pragma: no cover - scipy is a dependency
 
 # --- helpers --------------------------------------------------------------------------------
 def _flatten(data, indices, shape):
-  """(coords[N, n_batch + n_sparse] int64, vals[N, *dense], valid[N] bool, n_batch)."""
+  """(coords[N, n_batch + n_sparse] integer, vals[N, *dense], valid[N] bool or None when
+  every index is in bounds, n_batch).  Unbatched operands are not copied."""
   n_batch = indices.ndim - 2
   nse, n_sparse = indices.shape[-2:]
   bshape = tuple(shape[:n_batch])
@@ -37,15 +38,28 @@ def _flatten(data, indices, shape):
   data = np.broadcast_to(data, bshape + (nse,) + dense)
   indices = np.broadcast_to(indices, bshape + (nse, n_sparse))
   n = math.prod(bshape) * nse
-  idx = indices.reshape(n, n_sparse).astype(np.int64, copy=False)
+  idx = indices.reshape(n, n_sparse)
   if n_batch:
     grid = np.indices(bshape + (nse,)).reshape(n_batch + 1, n)[:n_batch].T
-    coords = np.concatenate([grid.astype(np.int64), idx], axis=1)
+    coords = np.concatenate([grid.astype(np.int64), idx.astype(np.int64)], axis=1)
   else:
     coords = idx
-  sparse_shape = np.asarray(shape[n_batch:n_batch + n_sparse], np.int64)
-  valid = np.all((idx >= 0) & (idx < sparse_shape), axis=1)
+  # one unsigned comparison per column catches negative and too-large indices
+  valid = None
+  udt = np.dtype(f"u{idx.dtype.itemsize}")
+  for j in range(n_sparse):
+    ok = idx[:, j].view(udt) < shape[n_batch + j] if idx.dtype.kind == "i" else \
+        idx[:, j] < shape[n_batch + j]
+    valid = ok if valid is None else valid & ok
+  if valid is not None and valid.all():
+    valid = None
   return coords, data.reshape((n,) + dense), valid, n_batch
+
+
+def _in_bounds(coords, vals, valid):
+  if valid is None:
+    return coords, vals
+  return coords[valid], vals[valid]
 
 
 def _scatter_add(lin, vals, size):
@@ -65,6 +79,8 @@ def _scatter_add(lin, vals, size):
 def _linear(coords, dims_shape):
   if not len(dims_shape):
     return np.zeros(coords.shape[0], np.int64)
+  if len(dims_shape) == 1:
+    return coords[:, 0]
   return np.ravel_multi_index(tuple(coords.T), tuple(dims_shape))
 
 
@@ -74,8 +90,8 @@ def bcoo_todense(data, indices, *, spinfo):
   shape = tuple(spinfo.shape)
   coords, vals, valid, n_batch = _flatten(data, indices, shape)
   k = coords.shape[1]
-  lin = _linear(coords[valid], shape[:k])
-  out = _scatter_add(lin, vals[valid], math.prod(shape[:k]))
+  coords, vals = _in_bounds(coords, vals, valid)
+  out = _scatter_add(_linear(coords, shape[:k]), vals, math.prod(shape[:k]))
   return out.reshape(shape)
 
 
@@ -116,10 +132,12 @@ def bcoo_extract(indices, arr, *, assume_unique):
   dummy = np.zeros(indices.shape[:n_batch] + (nse,) + (1,) * n_dense, np.int8)
   coords, _, valid, _ = _flatten(dummy, indices, arr.shape)
   k = n_batch + n_sparse
-  lin = _linear(np.where(valid[:, None], coords, 0), arr.shape[:k])
+  if valid is not None:
+    coords = np.where(valid[:, None], coords, 0)
+  lin = _linear(coords, arr.shape[:k])
   flat = arr.reshape((math.prod(arr.shape[:k]),) + dshape)
   out = flat[lin]
-  keep = valid
+  keep = np.ones(lin.shape, bool) if valid is None else valid
   if not assume_unique and lin.size:
     # only the first entry of each distinct (batch, index) keeps the value
     order = np.argsort(lin, kind="stable")
@@ -247,10 +265,12 @@ def _csr_product(coords, vals, lhs_shape, lc, rc, rhs, out_dtype):
   cshape = [lhs_shape[d] for d in lc]
   rows = _linear(coords[:, free], fshape)
   cols = _linear(coords[:, list(lc)], cshape)
-  a = _sp.csr_matrix((vals.astype(out_dtype, copy=False), (rows, cols)),
-                     shape=(math.prod(fshape), math.prod(cshape)))
   rfree = [d for d in range(rhs.ndim) if d not in rc]
   r = np.transpose(rhs, list(rc) + rfree).reshape(math.prod(cshape), -1).astype(out_dtype)
+  a = _sp.coo_matrix((vals.astype(out_dtype, copy=False), (rows, cols)),
+                     shape=(math.prod(fshape), math.prod(cshape)))
+  if r.shape[1] > 1:   # CSR for many right-hand sides (the conversion pays for itself)
+    a = a.tocsr()
   out = np.asarray(a @ r)
   return out.reshape(tuple(fshape) + tuple(rhs.shape[d] for d in rfree))
 
@@ -270,7 +290,7 @@ def bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers, lhs_spinf
   out_dtype = np.result_type(lhs_data.dtype, rhs.dtype) if preferred_element_type is None \
       else np.dtype(preferred_element_type)
   coords, vals, valid, n_batch = _flatten(lhs_data, lhs_indices, shape)
-  coords, vals = coords[valid], vals[valid]
+  coords, vals = _in_bounds(coords, vals, valid)
   k = coords.shape[1]                      # lhs dims k.. are dense (stored in vals)
   if (_sp is not None and k == len(shape) and not lb and out_dtype.kind in "fc"
       and rhs.size and coords.shape[0]):
@@ -321,7 +341,8 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
   k = n_batch + n_sparse
   dummy = np.zeros(indices.shape[:n_batch] + (nse,), np.int8)
   coords, _, valid, _ = _flatten(dummy, indices, out_shape[:k] + [1])
-  coords = np.where(valid[:, None], coords, 0)
+  if valid is not None:
+    coords = np.where(valid[:, None], coords, 0)
   # which a/b dims are indexed by each coordinate column
   a_idx, b_idx = [], []
   for col, (kind, d) in enumerate(out_dims[:k]):
@@ -358,7 +379,8 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
     dense_letters.append(let[("a", ba[d])] if kind == "ab" else let[(kind, d)])
   sub = f"z{''.join(la)},z{''.join(lb_)}->z{''.join(dense_letters)}"
   out = np.einsum(sub, ga.astype(out_dtype), gb.astype(out_dtype))
-  out[~valid] = 0
+  if valid is not None:
+    out[~valid] = 0
   bshape = tuple(out_shape[:n_batch])
   return out.reshape(bshape + (nse,) + tuple(out_shape[k:]))
 
@@ -375,7 +397,8 @@ def bcoo_spdot_general(lhs_data, lhs_indices, rhs_data, rhs_indices, *, lhs_spin
       else np.result_type(lhs_data.dtype, rhs_data.dtype)
   lcoo, lv, lok, _ = _flatten(lhs_data, lhs_indices, ls)
   rcoo, rv, rok, _ = _flatten(rhs_data, rhs_indices, rs)
-  lcoo, lv, rcoo, rv = lcoo[lok], lv[lok], rcoo[rok], rv[rok]
+  lcoo, lv = _in_bounds(lcoo, lv, lok)
+  rcoo, rv = _in_bounds(rcoo, rv, rok)
   lfree = [d for d in range(len(ls)) if d not in lc]
   rfree = [d for d in range(len(rs)) if d not in rc]
   lfs, rfs = [ls[d] for d in lfree], [rs[d] for d in rfree]
