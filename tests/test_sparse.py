@@ -249,3 +249,22 @@ def test_grad_through_sum_duplicates_and_sort_indices(ref):
   d = np.arange(12.0, dtype=np.float32).reshape(2, 6)
   _same(pyjax.grad(_dup_loss(sparse.BCOO, jnp))(d), ref["grad_dup"])
   _same(pyjax.jit(pyjax.grad(_dup_loss(sparse.BCOO, jnp)))(d), ref["grad_dup"])
+
+
+def test_empty_and_eye():
+  e = sparse.eye(3, 5, k=-1)
+  assert repr(e) == "BCOO(float32[3, 5], nse=2)" and e.indices_sorted and e.unique_indices
+  np.testing.assert_array_equal(np.asarray(e.indices), [[1, 0], [2, 1]])
+  _same(e.todense(), np.eye(3, 5, -1, dtype=np.float32))
+  b = sparse.eye(3, n_batch=1)
+  assert (b.n_batch, b.nse) == (1, 1)
+  _same(b.todense(), np.eye(3, dtype=np.float32))
+  assert sparse.eye(3, 4, k=9).nse == 0
+  z = sparse.empty((2, 3, 4), n_batch=1, nse=2, sparse_format="bcsr", dtype=np.int32)
+  assert repr(z) == "BCSR(int32[2, 3, 4], nse=2, n_batch=1)"
+  np.testing.assert_array_equal(np.asarray(z.indices), np.full((2, 2), 4))
+  _same(z.todense(), np.zeros((2, 3, 4), np.int32))
+  z = sparse.empty((3, 4), nse=2)
+  np.testing.assert_array_equal(np.asarray(z.indices), [[3, 4], [3, 4]])
+  with pytest.raises(ValueError, match="not recognized"):
+    sparse.empty((3,), sparse_format="dense")

@@ -11,3 +11,4 @@ from pyjax._src.sparse.bcoo_array import (  # noqa: F401
     bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
 from pyjax._src.sparse.bcsr import (  # noqa: F401
     BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_todense)
+from pyjax._src.sparse.api import empty, eye  # noqa: F401
