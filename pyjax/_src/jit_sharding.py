@@ -136,6 +136,23 @@ def lays_out(closed, leaves):
   return _constraint_mesh_of(closed) is not None
 
 
+_derived = weakref.WeakKeyDictionary()   # ClosedJaxpr -> {(mesh, in specs): out specs}
+
+
+def _derived_specs(mesh, closed, specs):
+  key = (mesh, tuple(specs))
+  try:
+    table = _derived.get(closed)
+    if table is None:
+      table = _derived[closed] = {}
+  except TypeError:
+    return _types.jaxpr_out_specs(mesh, closed, specs)
+  hit = table.get(key)
+  if hit is None:
+    hit = table[key] = _types.jaxpr_out_specs(mesh, closed, specs)
+  return hit
+
+
 def layout_jit_outputs(closed, leaves, outs, out_shardings=None):
   """Lay the outputs of a jitted program out: ``out_shardings`` (one per output, None
   where not given) first, else the sharding type derived from the sharded inputs."""
@@ -150,7 +167,7 @@ def layout_jit_outputs(closed, leaves, outs, out_shardings=None):
     specs = [None] * n_extra + [_types.spec_of(s, len(x.aval.shape))
                                 if s is not None and getattr(s, "mesh", None) == mesh
                                 else None for s, x in zip(in_sh, leaves)]
-    derived = _types.jaxpr_out_specs(mesh, closed, specs)
+    derived = _derived_specs(mesh, closed, specs)
   res = []
   for i, (o, s) in enumerate(zip(outs, out_shardings)):
     if s is None and derived is not None:

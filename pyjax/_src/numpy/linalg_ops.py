@@ -314,7 +314,9 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
            preferred_element_type=None, _dot_general=None, out_sharding=None):
   """Einstein summation.  The contraction order comes from opt_einsum (``optimize``:
   'auto', 'optimal', 'greedy', True, False or an explicit path); each pairwise step is one
-  dot_general.  ``out_sharding`` is accepted and ignored."""
+  dot_general.  ``out_sharding`` lays the result out (``jax.reshard``); the pairwise
+  contractions are checked with their own sharding types, so one with sharded contracting
+  dimensions still raises where JAX would use ``out_sharding`` for it."""
   operands = (subscripts, *operands)
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
@@ -329,7 +331,11 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   check_arraylike("einsum", *operands)
   arrays = [_asarray("einsum", op) for op in operands]
   dot_general = _dot_general if _dot_general is not None else lax.dot_general
-  return _einsum(arrays, contractions, precision, preferred_element_type, dot_general)
+  out = _einsum(arrays, contractions, precision, preferred_element_type, dot_general)
+  if out_sharding is not None:
+    from pyjax._src.jit_sharding import reshard
+    out = reshard(out, out_sharding)
+  return out
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):
