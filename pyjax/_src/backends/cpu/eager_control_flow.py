@@ -3,7 +3,8 @@
 
 Each takes NumPy buffers and the primitive's params (which carry ``ClosedJaxpr``s) and
 runs the inner jaxprs with ``run_jaxpr``: a small evaluator over NumPy buffers that
-calls each equation's registered implementation directly (no abstract evaluation, no
+calls each equation's implementation for jit's tiers (``tier_native.impl``: the native
+tier's bits) directly (no abstract evaluation, no
 Array wrapping), inlines nested ``jit``/custom-derivative calls, and falls back to a
 primitive's Python ``impl`` (on Arrays) for the few primitives that only have one.  The
 per-jaxpr plan (liveness, literal conversion, implementation look-up) is built once and
@@ -23,6 +24,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu.registry import impls, register
 from pyjax._src.backends.cpu import pred_mul
+from pyjax._src.backends.cpu import tier_native
 
 _nd = np.ndarray
 _plans = weakref.WeakKeyDictionary()   # Jaxpr -> _Plan
@@ -125,8 +127,13 @@ class _Plan:
         env[v] = s = self._new()
         outs.append(s)
       dts = [v.aval.dtype for v in eqn.outvars]
-      impl = impls.get(prim.name)
-      if impl is not None:
+      # jit's tiers' implementations (transcendentals on the compiler's math, XLA's sum
+      # order, ...): a loop's bits do not depend on whether its body ran natively
+      impl = tier_native.impl(prim.name, impls.get(prim.name))
+      opaque = tier_native.eqn_impl(eqn, impl)
+      if opaque is not None:
+        self.steps.append((opaque, ins, outs, dts, {}, prim.multiple_results, None))
+      elif impl is not None:
         self.steps.append((impl, ins, outs, dts, dict(eqn.params), prim.multiple_results,
                            None))
       elif prim.impl is not None:
@@ -252,7 +259,9 @@ def _lane_select(pred, new, old):
 
 
 @register("while")
-def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, _finish=None):
+  """``_finish(consts + carry)``: the rest of a long loop as one native call, or None
+  (``loop_native.py``)."""
   cconsts = list(args[:cond_nconsts])
   bconsts = list(args[cond_nconsts:cond_nconsts + body_nconsts])
   carry = list(args[cond_nconsts + body_nconsts:])
@@ -263,6 +272,10 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
       carry = brun(bconsts + carry)
       n += 1
       if n == _WHILE_NATIVE_AFTER:   # a long loop: the rest on native code if it pays
+        if _finish is not None:
+          rest = _finish(cconsts + bconsts + carry)
+          if rest is not None:
+            return list(rest)
         crun = _loop_runner(cond_jaxpr, 1 << 20)
         brun = _loop_runner(body_jaxpr, 1 << 20)
     return carry

@@ -371,6 +371,34 @@ class _Worker:
         self.q.task_done()
 
 
+class _CallJob:
+  """A job for the worker that calls ``fn()`` (once)."""
+
+  def __init__(self, fn):
+    self.fn = fn
+    self.claimed = False
+
+  def claim(self):
+    if self.claimed:
+      return False
+    self.claimed = True
+    return True
+
+  def run(self):
+    try:
+      self.fn()
+    except Exception:  # noqa: BLE001  -- the worker thread must survive a failed job
+      if _debug():
+        import traceback
+        traceback.print_exc()
+
+
+def submit(fn):
+  """Call ``fn()`` on the compiler's background thread, after the builds queued before it
+  (``drain`` waits for it too)."""
+  _worker().submit(_CallJob(fn))
+
+
 def drain():
   """Wait until every queued background build has finished (benchmarks and tests use it
   so that compilation does not compete with what they measure)."""
@@ -550,8 +578,14 @@ def _emit_jaxpr(gen, jaxpr, env, indent="  "):
     # transcendental functions on the compiler's own math: bits equal to the native tier's
     impl = tier_native.impl(prim.name, _impls.get(prim.name))
     outnames = [gen.fresh() for _ in eqn.outvars]
-    opaque = tier_native.eqn_impl(eqn, impl)   # convolutions: the native tier's kernel
-    if opaque is not None:
+    # convolutions: the native tier's kernel; long loops: in C (loop_native.py)
+    opaque = tier_native.eqn_impl(eqn, impl)
+    if opaque is not None and prim.multiple_results:
+      tmp = gen.fresh("r")
+      gen.lines.append(f"{indent}{tmp} = {gen.glob(opaque, 'f')}({', '.join(ins)})  # {prim.name}")
+      for i, name in enumerate(outnames):
+        gen.lines.append(f"{indent}{name} = {tmp}[{i}]")
+    elif opaque is not None:
       fn = gen.glob(opaque, "f")
       gen.lines.append(f"{indent}{outnames[0]} = {fn}({', '.join(ins)})  # {prim.name}")
     elif impl is not None:

@@ -32,6 +32,7 @@ import threading
 import numpy as np
 
 from pyjax._src.backends.cpu import eager_native as _en
+from pyjax._src.backends.cpu import tier_random as _tr
 
 ENABLED = os.environ.get("PYJAX_TIER_NATIVE", "1").strip().lower() not in (
     "0", "off", "false", "no")
@@ -174,6 +175,8 @@ def impl(name, numpy_impl):
     if w is None:
       w = _wrappers[(name, numpy_impl)] = _blas_dot(numpy_impl)
     return w
+  if name in _tr.PRIMS:   # threefry2x32, fma: exact C kernels (tier_random.py)
+    return _tr.impl(name, numpy_impl)
   if name not in PRIMS:
     return numpy_impl
   w = _wrappers.get((name, numpy_impl))
@@ -199,6 +202,13 @@ def run(name, args, params):
   out_dtype = bufs[0].dtype
   if out_dtype not in _en._FLOATS:
     return None
+  return run_kernel(_kernel, name, bufs, out_dtype)
+
+
+def run_kernel(kernel, name, bufs, out_dtype):
+  """The entry ``kernel(name, in_dtypes, out_dtype, layout classes)`` (None: no kernel)
+  applied to the NumPy buffers ``bufs`` broadcast together: a new ``out_dtype`` array, or
+  None."""
   try:
     shape = np.broadcast_shapes(*[b.shape for b in bufs])
   except ValueError:
@@ -215,8 +225,7 @@ def run(name, args, params):
     if lay is None:
       return None
   n0, n1, views, s0, s1, classes = lay
-  in_dtypes = tuple(v.dtype for v in views)
-  fn = _kernel(name, in_dtypes, out_dtype, classes)
+  fn = kernel(name, tuple(v.dtype for v in views), out_dtype, classes)
   if fn is None:
     return None
   out = _en._empty(shape, out_dtype)
@@ -255,7 +264,11 @@ OPAQUE_PRIMS = frozenset({"conv_general_dilated"})
 def eqn_impl(eqn, numpy_impl):
   """For an equation of ``OPAQUE_PRIMS``: a function of the equation's input buffers that
   runs the native tier's kernel for it (``numpy_impl(*bufs, **params)`` where none can be
-  built); None for other equations."""
+  built); for a long ``scan``/``while``: ``loop_native.eqn_impl``'s runner (its outputs a
+  list); None for other equations."""
+  if eqn.primitive.name in ("scan", "while"):   # long loops: in C (loop_native.py)
+    from pyjax._src.backends.cpu import loop_native
+    return loop_native.eqn_impl(eqn, numpy_impl)
   if not ENABLED or numpy_impl is None or eqn.primitive.name not in OPAQUE_PRIMS:
     return None
   if any(np.dtype(v.aval.dtype) not in (np.dtype(np.float32), np.dtype(np.float64))

@@ -394,6 +394,24 @@ def get_library(source, toolchain, stats=None):
     ev.set()
 
 
+def is_cached(source, toolchain):
+  """Whether ``get_library(source, toolchain)`` would find the library in memory or on
+  disk (no C compiler run).  Callers use it to choose between a native build now and a
+  slower route that needs none."""
+  key = cache_key(source, toolchain)
+  ref = _mem.get(key)
+  if ref is not None and ref() is not None:
+    return True
+  d = cache_dir()
+  if d is not None and _is_regular(os.path.join(d, f"{key}.json")) and _is_regular(
+      os.path.join(d, f"{key}.so")):
+    return True
+  if _private["pid"] == os.getpid() and _private["dir"]:   # built earlier by this process
+    p = os.path.join(_private["dir"], f"{key}.so")
+    return _is_regular(p) and os.path.getsize(p) > 0
+  return False
+
+
 def _forget(key, ref):
   # a weakref callback may run inside a collection triggered while _mem_lock is held:
   # no lock here (single dict operations are atomic)

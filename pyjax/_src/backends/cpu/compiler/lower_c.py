@@ -496,7 +496,8 @@ def _erf_inv(node, a):
                                                   for c in _GILES_LO[1:])
   hi = "pj_q_ = " + _GILES_HI[0] + "; " + " ".join(f"pj_q_ = {c} + pj_q_ * pj_v_;"
                                                   for c in _GILES_HI[1:])
-  return (f"({{ const float pj_x_ = {a}; const float pj_w0_ = -log1pf(-(pj_x_ * pj_x_)); "
+  log1p = vmath.function("log1p", True) or "log1pf"   # inline vector math: the loop vectorizes
+  return (f"({{ const float pj_x_ = {a}; const float pj_w0_ = -{log1p}(-(pj_x_ * pj_x_)); "
           f"const float pj_w_ = pj_w0_ - 2.5f; "
           f"const float pj_v_ = sqrtf(pj_w0_) - 3.0f; float pj_p_, pj_q_; {lo} {hi} "
           f"fabsf(pj_x_) == 1.0f ? copysignf(INFINITY, pj_x_) : "
