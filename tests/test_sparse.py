@@ -268,3 +268,19 @@ def test_empty_and_eye():
   np.testing.assert_array_equal(np.asarray(z.indices), [[3, 4], [3, 4]])
   with pytest.raises(ValueError, match="not recognized"):
     sparse.empty((3,), sparse_format="dense")
+
+
+def test_arithmetic():
+  s = sparse.BCOO.fromdense(A)
+  t = s - 2.0 * s                 # stored elements of both operands, not summed (as JAX)
+  assert t.nse == 2 * s.nse
+  np.testing.assert_array_equal(np.asarray(t.indices), np.concatenate([s.indices] * 2))
+  _same(t.todense(), -A)
+  _same(s + A, 2 * A)
+  _same(jnp.asarray(W) - s, W - A)
+  _same((s ** 2).todense(), A ** 2)
+  _same((s / 4).todense(), A / 4)
+  _same(s.sum(), np.float32(A.sum()))
+  _same(s.sum(0).todense(), A.sum(0))
+  with pytest.raises(NotImplementedError, match="silent densification"):
+    s + 1.0

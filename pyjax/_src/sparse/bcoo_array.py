@@ -181,10 +181,12 @@ class BCOO:
     return self.transpose()
 
   def sum(self, axis=None):
-    """Sum over ``axis`` (all by default): a BCOO (0-d when every axis is summed)."""
-    axes = range(self.ndim) if axis is None else (
-        (axis,) if isinstance(axis, int) else axis)
-    return bcoo_reduce_sum(self, axes=tuple(axes))
+    """Sum over ``axis`` (all by default): a BCOO, or a dense scalar when every axis is
+    summed (as JAX's)."""
+    axes = tuple(range(self.ndim) if axis is None else (
+        (axis,) if isinstance(axis, int) else axis))
+    out = bcoo_reduce_sum(self, axes=axes)
+    return out.todense() if out.ndim == 0 else out
 
   # --- arithmetic
   def _scaled(self, data):
@@ -210,6 +212,42 @@ class BCOO:
     if _is_scalar(other):
       return self._scaled(self.data / other)
     return NotImplemented
+
+  def __pow__(self, other):
+    if _is_scalar(other) and not isinstance(other, core.Tracer) and float(other) > 0:
+      return self._scaled(self.data ** other)
+    return NotImplemented
+
+  def __add__(self, other):
+    """BCOO + BCOO of the same shape and layout: the stored elements of both (as JAX,
+    no summation); BCOO + dense array of the same shape: a dense array."""
+    jnp = _jnp()
+    if isinstance(other, BCOO):
+      if (other.shape != self.shape or other.n_batch != self.n_batch
+          or other.n_dense != self.n_dense):
+        raise NotImplementedError("Addition of BCOO arrays with different shapes or layouts "
+                                  f"({self!r} + {other!r})")
+      nb = self.n_batch
+      data = jnp.concatenate([self.data, other.data.astype(self.dtype)
+                              if other.dtype != self.dtype else other.data], axis=nb)
+      indices = jnp.concatenate([self.indices, other.indices.astype(self.indices.dtype)],
+                                axis=nb)
+      return BCOO((data, indices), shape=self.shape)
+    if _is_scalar(other) or tuple(getattr(other, "shape", ())) != self.shape:
+      raise NotImplementedError(
+          "Addition between a sparse array X and a dense array Y is not implemented when "
+          "the output shape is larger than Y.shape. This is to prevent silent densification "
+          "of a large sparse array. If this is your intent, you can explicitly cast the "
+          "sparse array to a dense matrix.")
+    return self.todense() + jnp.asarray(other)
+
+  __radd__ = __add__
+
+  def __sub__(self, other):
+    return self + (-other)
+
+  def __rsub__(self, other):
+    return (-self) + other
 
   def __matmul__(self, other):
     if isinstance(other, BCOO):
