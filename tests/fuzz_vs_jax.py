@@ -155,8 +155,15 @@ def _reduce_params(rng, xs):
   return {"axis": rng.choice([None] + list(range(-x.ndim, x.ndim)))}
 
 
+def _argreduce_params(rng, xs):
+  """JAX's argmax/argmin reject complex operands only when lowered (``eval_shape``
+  accepts them): such draws are redrawn, after drawing params as before."""
+  p = _reduce_params(rng, xs)
+  return None if _kind(xs[0].dtype) == "c" else p
+
+
 for _r in ["sum", "max", "min", "prod", "mean", "any", "all", "argmax", "argmin", "var"]:
-  op("reduce_" + _r, params=_reduce_params)(
+  op("reduce_" + _r, params=_argreduce_params if _r.startswith("arg") else _reduce_params)(
       lambda m, lax, p, x, _r=_r: getattr(m, _r)(x, axis=p["axis"]))
 
 
@@ -332,15 +339,15 @@ _MAX_SIZE = 4096
 
 
 def generate(seed, jax_mod, x64=False, n_ops=30, cast_dtypes=None):
-  """A random valid JAX program (ops that real JAX rejects are redrawn)."""
+  """A random valid JAX program (ops that real JAX rejects are redrawn).  Ops are checked
+  abstractly (``eval_shape``: traced, never compiled), so drawing costs no XLA compile."""
   jnp, jlax = jax_mod.numpy, jax_mod.lax
   rng = random.Random(seed)
   dtypes = DTYPES_64 if x64 else DTYPES_32
-  if "cast" not in OPS or cast_dtypes is not None:
-    op("cast", params=_cast_params(cast_dtypes or dtypes))(
-        lambda m, lax, p, x: x.astype(np_dtype(p["dt"])))
+  op("cast", params=_cast_params(cast_dtypes or dtypes))(   # the dtypes of this mode
+      lambda m, lax, p, x: x.astype(np_dtype(p["dt"])))
   inputs = [random_input(rng, dtypes) for _ in range(rng.randint(1, 3))]
-  vals = [jnp.asarray(a) for a in inputs]
+  vals = [jax_mod.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs]
   ops = []
   names = sorted(OPS)
   tries = 0
@@ -357,7 +364,7 @@ def generate(seed, jax_mod, x64=False, n_ops=30, cast_dtypes=None):
       continue
     try:
       with _quiet():
-        out = fn(jnp, jlax, p, *xs)
+        out = jax_mod.eval_shape(lambda *v: fn(jnp, jlax, p, *v), *xs)
     except Exception:
       continue
     if not hasattr(out, "dtype") or out.size > _MAX_SIZE:
@@ -485,115 +492,209 @@ def _to_np(x):
   return np.asarray(x)
 
 
-def check(prog, jax_mod, pyjax_mod, tiers=("numpy", "native")):
-  """Run ``prog`` on JAX and on each pyjax tier; returns a list of Mismatch."""
+def _batched(progs, m, lax):
+  """One function running every program of ``progs`` on its own inputs: its arguments are
+  the programs' input tuples, its result the tuple of their result tuples.  One compile
+  (XLA's, gcc's) then serves the whole batch."""
+  fns = [p.fn(m, lax) for p in progs]
+  return lambda *ins: tuple(f(*x) for f, x in zip(fns, ins))
+
+
+def _values(outs):
+  return [(_to_np(g), g.dtype, g.weak_type) for g in outs]
+
+
+def _run_ref(progs, jax_mod):
+  """JAX's results, one list per program (None where JAX failed on it alone)."""
+  try:
+    with _quiet():
+      res = jax_mod.jit(_batched(progs, jax_mod.numpy, jax_mod.lax))(
+          *[tuple(p.inputs) for p in progs])
+    return [_values(r) for r in res]
+  except Exception:   # noqa: BLE001 -- find the program: each one alone
+    if len(progs) == 1:
+      raise
+    out = []
+    for p in progs:
+      try:
+        out.append(_run_ref([p], jax_mod)[0])
+      except Exception:   # noqa: BLE001
+        out.append(None)
+    return out
+
+
+def _run_tier(progs, pyjax_mod, tier):
+  """pyjax's results on ``tier``, one list (or the exception it raised) per program.  A
+  batch that raises is rerun program by program, so an exception names its program."""
   from pyjax._src.backends.cpu import executable
-  jax_mod.config.update("jax_enable_x64", prog.x64)
-  pyjax_mod.config.update("jax_enable_x64", prog.x64)
-  with _quiet():
-    ref = jax_mod.jit(prog.fn(jax_mod.numpy, jax_mod.lax))(*prog.inputs)
-  ref = [(_to_np(r), r.dtype, r.weak_type) for r in ref]
+  mode = {"numpy": "off", "native": "sync"}[tier]
+  try:
+    with executable.compile_mode_override(mode), _quiet():
+      res = pyjax_mod.jit(_batched(progs, pyjax_mod.numpy, pyjax_mod.lax))(
+          *[tuple(p.inputs) for p in progs])
+      return [_values(r) for r in res]
+  except Exception as e:   # noqa: BLE001 -- JAX ran it: any exception is a mismatch
+    if len(progs) == 1:
+      return [e]
+    return [_run_tier([p], pyjax_mod, tier)[0] for p in progs]
+
+
+def _compare(prog, tier, got, ref, jax_mod):
+  """Mismatches between pyjax's results ``got`` on ``tier`` and JAX's ``ref`` for one
+  program; a differing value is re-checked locally (its op on JAX with pyjax's inputs)."""
+  if isinstance(got, Exception):
+    return [Mismatch(prog, tier, None, None, "exception",
+                     f"{type(got).__name__}: {got}"[:300], None)]
   out = []
   n_in = len(prog.inputs)
-  for tier in tiers:
-    mode = {"numpy": "off", "native": "sync"}[tier]
-    with executable.compile_mode_override(mode), _quiet():
-      try:
-        got = pyjax_mod.jit(prog.fn(pyjax_mod.numpy, pyjax_mod.lax))(*prog.inputs)
-        got = [(_to_np(g), g.dtype, g.weak_type) for g in got]
-      except Exception as e:   # noqa: BLE001 -- JAX ran it: any exception is a mismatch
-        out.append(Mismatch(prog, tier, None, None, "exception",
-                            f"{type(e).__name__}: {e}"[:300], None))
-        continue
-    pvals = [_to_np(a) for a in prog.inputs] + [g[0] for g in got]
-    for k, ((g, gdt, gweak), (r, rdt, rweak)) in enumerate(zip(got, ref)):
-      name, args, p = prog.ops[k]
-      ins = [pvals[i] for i in args]
-      if np.dtype(gdt) != np.dtype(rdt) or gweak != rweak or g.shape != r.shape:
-        out.append(Mismatch(prog, tier, n_in + k, name, "type",
-                            f"pyjax {gdt}{list(g.shape)} weak={gweak} vs JAX "
-                            f"{rdt}{list(r.shape)} weak={rweak}",
-                            explain(name, ins, g, p)))
-        continue
-      ok, idx = _same(g, r)
-      if ok:
-        continue
-      # local check: the op on JAX with pyjax's own inputs
-      xs = [jax_mod.numpy.asarray(pvals[i]) for i in args]
-      try:
-        with _quiet():
-          local = _to_np(jax_mod.jit(lambda *v: OPS[name][2](jax_mod.numpy, jax_mod.lax, p,
-                                                             *v))(*xs))
-        ok_local, idx_local = _same(g, local)
-      except Exception:   # noqa: BLE001
-        ok_local, idx_local, local = False, idx, r
-      if ok_local:
-        continue   # amplified from an upstream difference within tolerance
-      idx = idx_local if idx_local is not None else idx
-      detail = (f"at {idx}: pyjax {g[idx] if idx is not None else g!r} vs JAX "
-                f"{local[idx] if idx is not None else local!r}; inputs "
-                + ", ".join(f"{a.dtype}{list(a.shape)}" + (
-                    f"={a[idx] if idx is not None and a.shape == g.shape else ''}")
-                    for a in ins))
-      if sum(a.size for a in ins) <= 64:
-        detail += "\n    op inputs: " + "; ".join(repr(a.tolist()) for a in ins)
-      out.append(Mismatch(prog, tier, n_in + k, name, "value", detail,
+  pvals = [_to_np(a) for a in prog.inputs] + [g[0] for g in got]
+  for k, ((g, gdt, gweak), (r, rdt, rweak)) in enumerate(zip(got, ref)):
+    name, args, p = prog.ops[k]
+    ins = [pvals[i] for i in args]
+    if np.dtype(gdt) != np.dtype(rdt) or gweak != rweak or g.shape != r.shape:
+      out.append(Mismatch(prog, tier, n_in + k, name, "type",
+                          f"pyjax {gdt}{list(g.shape)} weak={gweak} vs JAX "
+                          f"{rdt}{list(r.shape)} weak={rweak}",
                           explain(name, ins, g, p)))
+      continue
+    ok, idx = _same(g, r)
+    if ok:
+      continue
+    # local check: the op on JAX with pyjax's own inputs
+    xs = [jax_mod.numpy.asarray(pvals[i]) for i in args]
+    try:
+      with _quiet():
+        local = _to_np(jax_mod.jit(lambda *v: OPS[name][2](jax_mod.numpy, jax_mod.lax, p,
+                                                           *v))(*xs))
+      ok_local, idx_local = _same(g, local)
+    except Exception:   # noqa: BLE001
+      ok_local, idx_local, local = False, idx, r
+    if ok_local:
+      continue   # amplified from an upstream difference within tolerance
+    idx = idx_local if idx_local is not None else idx
+    detail = (f"at {idx}: pyjax {g[idx] if idx is not None else g!r} vs JAX "
+              f"{local[idx] if idx is not None else local!r}; inputs "
+              + ", ".join(f"{a.dtype}{list(a.shape)}" + (
+                  f"={a[idx] if idx is not None and a.shape == g.shape else ''}")
+                  for a in ins))
+    if sum(a.size for a in ins) <= 64:
+      detail += "\n    op inputs: " + "; ".join(repr(a.tolist()) for a in ins)
+    out.append(Mismatch(prog, tier, n_in + k, name, "value", detail,
+                        explain(name, ins, g, p)))
+  return out
+
+
+def check_batch(progs, jax_mod, pyjax_mod, tiers=("numpy", "native")):
+  """Run the programs ``progs`` (same x64 mode) as ONE jitted function on JAX and on each
+  pyjax tier; returns one list of Mismatch per program, attributed to its program, value
+  and op exactly as ``check`` does for a program alone.  A program JAX fails on alone is
+  returned as None (a harness error)."""
+  x64 = progs[0].x64
+  assert all(p.x64 == x64 for p in progs)
+  jax_mod.config.update("jax_enable_x64", x64)
+  pyjax_mod.config.update("jax_enable_x64", x64)
+  refs = _run_ref(progs, jax_mod)
+  out = [[] if r is not None else None for r in refs]
+  for tier in tiers:
+    gots = _run_tier(progs, pyjax_mod, tier)
+    for i, (prog, got, ref) in enumerate(zip(progs, gots, refs)):
+      if ref is not None:
+        out[i] += _compare(prog, tier, got, ref, jax_mod)
+  return out
+
+
+def check(prog, jax_mod, pyjax_mod, tiers=("numpy", "native")):
+  """Run ``prog`` on JAX and on each pyjax tier; returns a list of Mismatch."""
+  jax_mod.config.update("jax_enable_x64", prog.x64)
+  ref = _run_ref([prog], jax_mod)[0]
+  pyjax_mod.config.update("jax_enable_x64", prog.x64)
+  out = []
+  for tier in tiers:
+    out += _compare(prog, tier, _run_tier([prog], pyjax_mod, tier)[0], ref, jax_mod)
+  return out
+
+
+def check_tiers_batch(progs, pyjax_mod):
+  """Without JAX (e.g. under the sanitizers): pyjax's native tier against its NumPy tier,
+  the programs batched as in ``check_batch``; every value equal in dtype, weak type and
+  shape, values as ``_same`` compares them.  One list of Mismatch per program."""
+  pyjax_mod.config.update("jax_enable_x64", progs[0].x64)
+  res = {tier: _run_tier(progs, pyjax_mod, tier) for tier in ("numpy", "native")}
+  out = []
+  for prog, ref, got in zip(progs, res["numpy"], res["native"]):
+    if isinstance(ref, Exception):
+      raise ref
+    if isinstance(got, Exception):
+      out.append(_compare(prog, "native", got, None, None))
+      continue
+    ms = []
+    for k, ((g, gdt, gw), (r, rdt, rw)) in enumerate(zip(got, ref)):
+      ok, idx = _same(g, r) if (gdt, gw, g.shape) == (rdt, rw, r.shape) else (False, None)
+      if not ok:
+        ms.append(Mismatch(prog, "native", len(prog.inputs) + k, prog.ops[k][0], "value",
+                           f"at {idx}: native vs NumPy tier", None))
+    out.append(ms)
   return out
 
 
 def check_tiers(prog, pyjax_mod):
-  """Without JAX (e.g. under the sanitizers): pyjax's native tier against its NumPy tier,
-  every value bit for bit in dtype and shape, values as ``_same`` compares them."""
-  from pyjax._src.backends.cpu import executable
-  pyjax_mod.config.update("jax_enable_x64", prog.x64)
-  res = {}
-  for tier, mode in (("numpy", "off"), ("native", "sync")):
-    with executable.compile_mode_override(mode), _quiet():
-      got = pyjax_mod.jit(prog.fn(pyjax_mod.numpy, pyjax_mod.lax))(*prog.inputs)
-      res[tier] = [(_to_np(g), g.dtype, g.weak_type) for g in got]
-  out = []
-  for k, ((g, gdt, gw), (r, rdt, rw)) in enumerate(zip(res["native"], res["numpy"])):
-    ok, idx = _same(g, r) if (gdt, gw, g.shape) == (rdt, rw, r.shape) else (False, None)
-    if not ok:
-      out.append(Mismatch(prog, "native", len(prog.inputs) + k, prog.ops[k][0], "value",
-                          f"at {idx}: native vs NumPy tier", None))
-  return out
+  """``check_tiers_batch`` for one program."""
+  return check_tiers_batch([prog], pyjax_mod)[0]
 
 
 def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None,
-             oracle="jax"):
+             oracle="jax", batch=1, progress=None):
   """Run ``n`` programs from ``seed``; returns (tally Counter, unexplained list).
+  ``batch`` programs (consecutive seeds) run as one jitted function (``check_batch``): one
+  XLA and one C compile per batch; each mismatch is still attributed to its program.
   ``oracle="tiers"`` needs no JAX: programs are drawn on pyjax and its native tier is
-  compared with its NumPy tier."""
+  compared with its NumPy tier.  ``progress``: a file that gets one line per batch (seed
+  range, elapsed seconds, running tally)."""
+  import time
   import pyjax
   ref = pyjax
   if oracle == "jax":
     import jax as ref
   tally = collections.Counter()
   unexplained = []
-  for s in range(seed, seed + n):
+  t0 = time.monotonic()
+  for lo in range(seed, seed + n, batch):
+    seeds = range(lo, min(lo + batch, seed + n))
     ref.config.update("jax_enable_x64", x64)
-    prog = generate(s, ref, x64=x64, n_ops=n_ops)
-    tally["programs"] += 1
-    tally["ops"] += len(prog.ops)
+    progs = [generate(s, ref, x64=x64, n_ops=n_ops) for s in seeds]
+    tally["programs"] += len(progs)
+    tally["ops"] += sum(len(p.ops) for p in progs)
     try:
-      ms = check(prog, ref, pyjax, tiers) if oracle == "jax" else check_tiers(prog, pyjax)
+      results = (check_batch(progs, ref, pyjax, tiers) if oracle == "jax"
+                 else check_tiers_batch(progs, pyjax))
     except Exception:   # noqa: BLE001 -- a fuzzer bug or a JAX failure: count, keep going
-      tally["harness errors"] += 1
+      tally["harness errors"] += len(progs)
       if log:
-        print(f"harness error on seed {s}:\n{traceback.format_exc()}", file=log)
+        print(f"harness error on seeds {seeds.start}..{seeds.stop - 1}:\n"
+              f"{traceback.format_exc()}", file=log)
       continue
-    if s % 20 == 19:   # every program is new code: keep both libraries' caches small
-      ref.clear_caches()
-      pyjax.clear_caches()
-    for mm in ms:
-      tally[f"{'explained' if mm.reason else 'unexplained'} {mm.kind}"] += 1
-      if not mm.reason:
-        unexplained.append(mm)
+    ref.clear_caches()   # every program is new code: keep both libraries' caches small
+    pyjax.clear_caches()
+    for prog, ms in zip(progs, results):
+      if ms is None:
+        tally["harness errors"] += 1
         if log:
-          print(f"[{mm.tier}] v{mm.value} = {mm.op}: {mm.kind}: {mm.detail}\n"
-                f"{prog.describe()}\n", file=log, flush=True)
+          print(f"harness error: JAX failed on seed {prog.seed}", file=log)
+        continue
+      for mm in ms:
+        kind = "explained" if mm.reason else "unexplained"
+        tally[f"{kind} {mm.kind}"] += 1
+        tally[f"{kind} {mm.kind} [{mm.tier}]"] += 1
+        if mm.reason:
+          tally["reason: " + mm.reason.split(":")[0]] += 1
+        else:
+          unexplained.append(mm)
+          if log:
+            print(f"[{mm.tier}] v{mm.value} = {mm.op}: {mm.kind}: {mm.detail}\n"
+                  f"{prog.describe()}\n", file=log, flush=True)
+    if progress:
+      print(f"seeds {seeds.start}..{seeds.stop - 1} x64={x64} "
+            f"{time.monotonic() - t0:.0f}s {dict(tally)}", file=progress, flush=True)
   ref.config.update("jax_enable_x64", False)
   pyjax.config.update("jax_enable_x64", False)
   return tally, unexplained
@@ -606,12 +707,17 @@ def main(argv=None):
   ap.add_argument("--x64", action="store_true")
   ap.add_argument("--ops", type=int, default=30)
   ap.add_argument("--tiers", default="numpy,native")
+  ap.add_argument("--batch", type=int, default=10,
+                  help="programs per jitted function (one XLA and one C compile each)")
+  ap.add_argument("--progress", action="store_true",
+                  help="a line per batch on stderr (seeds, seconds, tally)")
   ap.add_argument("--oracle", choices=["jax", "tiers"], default="jax",
                   help="tiers: no JAX; pyjax's native tier against its NumPy tier")
   a = ap.parse_args(argv)
   os.environ.setdefault("PYJAX_COMPILE", "off")
   tally, bad = campaign(a.programs, a.seed, a.x64, tuple(a.tiers.split(",")), a.ops,
-                        log=sys.stdout, oracle=a.oracle)
+                        log=sys.stdout, oracle=a.oracle, batch=a.batch,
+                        progress=sys.stderr if a.progress else None)
   by_op = collections.Counter((m.op, m.kind, m.tier) for m in bad)
   print("tally:", dict(tally))
   for (o, k, t), c in by_op.most_common():

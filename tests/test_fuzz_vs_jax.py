@@ -10,8 +10,9 @@ import fuzz_vs_jax
 import sanitizers
 
 
-def _run(n, seed, x64, tiers, oracle="jax"):
-  tally, bad = fuzz_vs_jax.campaign(n, seed=seed, x64=x64, tiers=tiers, oracle=oracle)
+def _run(n, seed, x64, tiers, oracle="jax", batch=10):
+  tally, bad = fuzz_vs_jax.campaign(n, seed=seed, x64=x64, tiers=tiers, oracle=oracle,
+                                    batch=batch)
   report = "\n\n".join(f"[{m.tier}] v{m.value} = {m.op}: {m.kind}: {m.detail}\n"
                        f"{m.program.describe()}" for m in bad[:5])
   assert not bad, f"{len(bad)} unexplained mismatches; tally {dict(tally)}\n{report}"
@@ -22,14 +23,43 @@ def _run(n, seed, x64, tiers, oracle="jax"):
 
 def test_fuzz_numpy_tier_against_jax():
   pytest.importorskip("jax")
-  _run(4, seed=0, x64=False, tiers=("numpy",))
+  _run(6, seed=0, x64=False, tiers=("numpy",))   # one batch: one compile on each side
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("x64", [False, True], ids=["x32", "x64"])
 def test_fuzz_both_tiers_against_jax(x64):
   pytest.importorskip("jax")
-  _run(30 if not x64 else 20, seed=100 if not x64 else 200, x64=x64, tiers=("numpy", "native"))
+  _run(40 if not x64 else 20, seed=100 if not x64 else 200, x64=x64, tiers=("numpy", "native"),
+       batch=20)
+
+
+def test_fuzz_batch_attributes_each_program(monkeypatch):
+  """Programs batched into one jitted function report their mismatches exactly as each
+  program checked alone: the subnormal one (JAX flushes it: ``all(1e-40)`` is False) is
+  attributed to its program, value and op on both tiers; an op that raises only on pyjax
+  is an exception of its own program, the other programs of the batch still compared."""
+  jax = pytest.importorskip("jax")
+  import numpy as np
+  import pyjax
+  monkeypatch.setitem(fuzz_vs_jax.OPS, "raise_on_pyjax", (1, None, lambda m, lax, p, x: (
+      x + 1 if m is jax.numpy else m.asarray(x).reshape(-1, 7))))
+  P = fuzz_vs_jax.Program
+  f32 = lambda *v: np.array(v, np.float32)
+  plain = P(1, False, [f32(1.0, 2.0)], [("exp", [0], {}), ("reduce_sum", [1], {"axis": None})])
+  sub = P(2, False, [f32(0.5), f32(1e-40, 2.0)], [("negative", [0], {}),
+                                                  ("reduce_all", [1], {"axis": None})])
+  bad = P(3, False, [f32(1.0, 2.0, 3.0)], [("raise_on_pyjax", [0], {})])
+  res = fuzz_vs_jax.check_batch([plain, sub, bad, plain], jax, pyjax)
+  assert res[0] == [] and res[3] == []
+  assert [(m.program.seed, m.tier, m.value, m.op, m.kind) for m in res[1]] == [
+      (2, "numpy", 3, "reduce_all", "value"), (2, "native", 3, "reduce_all", "value")]
+  assert all(m.reason.startswith("subnormals") for m in res[1])
+  assert [(m.program.seed, m.tier, m.kind, m.reason) for m in res[2]] == [
+      (3, "numpy", "exception", None), (3, "native", "exception", None)]
+  alone = [fuzz_vs_jax.check(p, jax, pyjax) for p in (plain, sub, bad)]
+  key = lambda ms: [(m.tier, m.value, m.op, m.kind, m.reason) for m in ms]
+  assert [key(ms) for ms in alone] == [key(ms) for ms in res[:3]]
 
 
 def test_fuzz_generation_is_deterministic():
