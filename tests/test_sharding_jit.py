@@ -61,6 +61,24 @@ _MESH_CASES = {   # under jax.set_mesh(m)
     "jit_reshard": "jax.jit(lambda v: jax.reshard(v * 2, P(None, 'y')))(a)",
     "jit_tree": "jax.jit(lambda u, v: (u + 1, v), in_shardings=(P('x'), None), "
                 "out_shardings=(None, P('y')))(np.ones((8, 4), np.float32), np.ones(4, np.float32))",
+    # the "Explicit sharding" document's examples
+    "doc_put_spec": "jax.device_put(np.arange(32.).reshape(8, 4), P('x', 'y'))",
+    "doc_bcast_add": "jax.device_put(np.arange(4).reshape(4, 1), P('x', None)) + "
+                     "jax.device_put(np.arange(8).reshape(1, 8), P(None, 'y'))",
+    "doc_matmul_err": "jnp.matmul(jax.device_put(np.arange(16.).reshape(8, 2), P('x', 'y')), "
+                      "jax.device_put(np.arange(16.).reshape(2, 8), P('y', None)))",
+    "doc_matmul_out": "jnp.matmul(jax.device_put(np.arange(16.).reshape(8, 2), P('x', 'y')), "
+                      "jax.device_put(np.arange(16.).reshape(2, 8), P('y', None)), "
+                      "out_sharding=P('x', None))",
+    "doc_auto_axes": "jax.sharding.auto_axes(lambda u, v: u + v)("
+                     "jax.device_put(np.arange(4.).reshape(4, 1), P('x', None)), "
+                     "jax.device_put(np.arange(8.).reshape(1, 8), P(None, 'y')), "
+                     "out_sharding=P('x', None))",
+    "doc_auto_axes_missing": "jax.sharding.auto_axes(lambda u: u)(a)",
+    "doc_sum": "jnp.sum(jax.device_put(np.arange(8.), P('x')))",
+    "doc_jit_add": "jax.jit(lambda u, v: u + v)("
+                   "jax.device_put(np.arange(16.).reshape(8, 2), P('x', 'y')), "
+                   "jax.device_put(np.arange(16.).reshape(8, 2), P('x', 'y')))",
 }
 
 # Uncommitted inputs laid out by PartitionSpec in_shardings under an Explicit context mesh:

@@ -108,7 +108,14 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   uncommitted when ``device`` is None.  ``device`` may be a Device, a SingleDeviceSharding
   (or another single-device sharding), or a pytree prefix of those; anything else (a
   number, a platform name) raises JAX's ValueError.  Under a trace it records a ``device_put``
-  equation, as JAX does."""
+  equation, as JAX does.  A PartitionSpec means a NamedSharding over the context mesh."""
+  if type(device).__name__ == "PartitionSpec" or (
+      isinstance(device, (tuple, list, dict)) and any(
+          type(d).__name__ == "PartitionSpec" for d in tree_util.tree_leaves(device))):
+    from pyjax._src.out_sharding import spec_to_named
+    device = tree_util.tree_map(
+        lambda d: spec_to_named(d) if type(d).__name__ == "PartitionSpec" else d, device,
+        is_leaf=lambda v: v is None)
   if any(isinstance(leaf, core.Tracer) for leaf in tree_util.tree_leaves(x)):
     return _put_traced(x, device, src, donate, may_alias)
   if _profiler.session is not None:

@@ -12,7 +12,8 @@ its outputs out afterwards:
   and must agree with the sharding of committed ones (JAX's ValueError otherwise).
 
 ``reshard(x, s)`` lays ``x`` out as ``s`` (eagerly a copy, under a trace a
-``sharding_constraint`` equation the output layout follows).
+``sharding_constraint`` equation the output layout follows); ``auto_axes`` /
+``explicit_axes`` run a function with mesh axes switched to Auto / Explicit.
 
 Differs from JAX: the program is not partitioned (one device computes it), so sharded
 jit gives JAX's layouts and values but not its parallel speed; shardings are not part of
@@ -30,7 +31,8 @@ from pyjax._src import sharding as _sh
 from pyjax._src import sharding_types as _types
 from pyjax._src.out_sharding import spec_to_named
 
-__all__ = ["needs_wrapper", "ShardedJit", "layout_jit_outputs", "reshard", "resolve"]
+__all__ = ["needs_wrapper", "ShardedJit", "layout_jit_outputs", "reshard", "resolve",
+           "auto_axes", "explicit_axes"]
 
 
 def _is_spec(s):
@@ -276,3 +278,85 @@ def reshard(xs, out_shardings):
 def _lay_single(x, s):
   from pyjax._src.api_device import device_put
   return device_put(x, s)
+
+
+# --- auto_axes / explicit_axes ---------------------------------------------------------------
+def _switch_mesh(axes, axis_type, shardings=()):
+  """(current mesh, the mesh with ``axes`` turned ``axis_type``, axes) or None without a
+  context mesh or a sharding's mesh."""
+  cur = _sh.get_mesh()
+  if cur is None or cur.empty:
+    cur = next((s.mesh for s in _leaves(shardings)
+                if isinstance(s, _sh.NamedSharding) and isinstance(s.mesh, _sh.Mesh)), None)
+    if cur is None:
+      return None
+  axes = tuple(cur.axis_names) if axes is None else (axes if isinstance(axes, tuple)
+                                                      else (axes,))
+  for a in axes:
+    if dict(zip(cur.axis_names, cur.axis_types)).get(a) == _sh.AxisType.Manual:
+      raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit` "
+                                "AxisType is not allowed.")
+  types = tuple(axis_type if n in axes else t for n, t in zip(cur.axis_names, cur.axis_types))
+  return cur, _sh.Mesh(cur.devices, cur.axis_names, types), axes
+
+
+def _to_mesh(x, mesh):
+  """``x`` (a sharded Array over a mesh of the same devices) typed over ``mesh``: the same
+  buffers, the sharding's mesh swapped."""
+  if not isinstance(x, _sharded.ShardedArrayImpl):
+    return x
+  s = x._sharding
+  if not isinstance(s, _sh.NamedSharding) or s.mesh == mesh or (
+      s.mesh.devices.shape != mesh.devices.shape):
+    return x
+  return _sharded.from_shards(x.aval, _sh.NamedSharding(mesh, s.spec), x._shards)
+
+
+def _required(kwargs, given, name):
+  if given is not None:
+    return given
+  if name in kwargs:
+    return kwargs.pop(name)
+  raise TypeError(f"Missing required keyword argument: '{name}'")
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """Run ``f`` with the context mesh's ``axes`` (all by default) turned ``Auto`` (their
+  shardings leave the types); its outputs are laid out as ``out_sharding`` (given here or
+  as a keyword of the call) on the original mesh."""
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    out_s = _required(kwargs, out_sharding, "out_sharding")
+    info = _switch_mesh(axes, _sh.AxisType.Auto, out_s)
+    if info is None or set(info[0].abstract_mesh.auto_axes) == set(info[2]):
+      return f(*args, **kwargs)
+    cur, new, _ = info
+    with _sh.use_mesh(new):
+      out = f(*tree_util.tree_map(lambda a: _to_mesh(a, new), args), **kwargs)
+    with _sh.use_mesh(cur):
+      return reshard(tree_util.tree_map(lambda o: _to_mesh(o, cur), out), out_s)
+  return wrapped
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+  """Run ``f`` with the context mesh's ``axes`` (all by default) turned ``Explicit``, its
+  arguments laid out as ``in_sharding`` (given here or as a keyword of the call); outputs
+  keep their layouts on the original mesh."""
+  if f is None:
+    return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    in_s = _required(kwargs, in_sharding, "in_sharding")
+    info = _switch_mesh(axes, _sh.AxisType.Explicit)
+    if info is None:
+      raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to enter "
+                       "into a mesh context when using `explicit_axes` API.")
+    cur, new, _ = info
+    with _sh.use_mesh(new):
+      out = f(*reshard(args, in_s), **kwargs)
+    return tree_util.tree_map(lambda o: _to_mesh(o, cur), out)
+  return wrapped
