@@ -1,6 +1,6 @@
 """The generated C's own vector math (pyjax/_src/backends/cpu/compiler/vmath.py): exp, exp2,
-expm1, tanh, logistic, log, log1p (float32 and float64) and erf, sin, cos, tan (float32)
-inlined into SIMD loops.
+expm1, tanh, logistic, log, log1p (float32 and float64) and erf, sin, cos, tan, pow
+(float32) inlined into SIMD loops.
 
 Native results against correctly rounded references (float32: NumPy's float64 result
 rounded to float32; float64: ``np.longdouble``), dense bit-pattern sweeps, every special
@@ -54,7 +54,7 @@ def _ulp_bound(name, dt):
   """Our own functions: 2 ulp (erf, sin, cos, tan: 1); libmvec's (when it is the faster one):
   the 4 of test_cpu_compiler."""
   if not build.toolchain().mvec:
-    return 1 if name in NAMES32 else 2
+    return 1 if name in NAMES32 + ["pow"] else 2
   if dt == F64 and name == "logistic":
     return 4     # 1 / (1 + exp(-x)) around libmvec's exp
   return 2 if vmath.function(name, dt != F64).startswith("pj_") else 4
@@ -131,6 +131,28 @@ def test_float32_erf_and_trig_through_jit():
     gi, wi = np.asarray(g)[exact], want[exact]
     ok = (np.isnan(gi) & np.isnan(wi)) | ((gi == wi) & (np.signbit(gi) == np.signbit(wi)))
     assert ok.all(), (n, x[exact][~ok], gi[~ok], wi[~ok])
+
+
+def test_float32_pow_through_jit():
+  """vmath.py's float32 pow: within 1 ulp of the correctly rounded result, and C99's (NumPy's)
+  special cases bit for bit over every pair of special values (signed zeros, +-1, +-inf, NaN,
+  odd/even/non-integer exponents, subnormals, 2^24 +- 1)."""
+  sv = np.array([0, -0.0, 1, -1, 2, -2, 0.5, -0.5, 3, -3, 2.5, -2.5, np.inf, -np.inf, np.nan,
+                 1e-45, -1e-45, 3.4e38, 16777216, 16777217, 8388609, 1e10, -7], F32)
+  a, b = (v.ravel() for v in np.meshgrid(sv, sv))
+  rng = np.random.default_rng(4)
+  n = 100_000
+  a = np.concatenate([a, rng.uniform(-10, 10, n), np.abs(rng.standard_normal(n)) * 100,
+                      _f32_patterns(1 << 15)[:n]]).astype(F32)
+  b = np.concatenate([b, np.round(rng.uniform(-10, 10, n)), rng.uniform(-40, 40, n),
+                      rng.permutation(_f32_patterns(1 << 15)[:n])]).astype(F32)
+  got = np.asarray(native(lax.pow, a, b)[0])
+  with np.errstate(all="ignore"):
+    want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(F32)
+  _check("pow", a, got, want, _ulp_bound("pow", F32))
+  k = len(sv) ** 2
+  np.testing.assert_array_equal(got[:k].view(np.uint32)[~np.isnan(want[:k])],
+                                want[:k].view(np.uint32)[~np.isnan(want[:k])])
 
 
 def _f64_inputs(n=200_000, seed=0):

@@ -30,11 +30,15 @@ vectorizes it with no function call, on AVX2 as on AVX-512.
   range (Payne-Hanek in double, branch-free: the four 24-bit chunks of 2/pi that matter for
   x's exponent read from an 8-entry table, the leading products reduced mod 4 exactly),
   then Taylor polynomials of r in [-pi/4, pi/4] in double, rounded once to float.
-  float64 ``sin``/``cos``/``tan``/``erf`` stay glibc's scalar functions.
+* ``pow`` (float32): exp(y log|x|) with the float64 ``log`` and ``exp`` below (one rounding
+  to float), C99's special cases (x = 1 or y = 0 give 1, |x| = 1 with y = +-inf gives 1,
+  odd integer y keeps x's sign, negative x with a non-integer y is NaN) by selects on bit
+  tests.
+  float64 ``sin``/``cos``/``tan``/``erf``/``pow`` stay glibc's scalar functions.
 
 Measured errors against correctly rounded references (float32: every bit pattern against
 float64 libm; float64: about a million random bit patterns and ranges against long
-double): exp, exp2, log, log1p, erf, sin, cos, tan <= 1 ulp; expm1, tanh, logistic <= 2 ulp;
+double): exp, exp2, log, log1p, erf, sin, cos, tan, pow <= 1 ulp; expm1, tanh, logistic <= 2 ulp;
 special values
 (±0, ±inf, NaN, overflow/underflow thresholds, subnormal inputs and outputs) exact.
 
@@ -53,7 +57,7 @@ _NAMES = {
     ("tanh", True): "pj_tanhf", ("logistic", True): "pj_logisticf",
     ("log1p", True): "pj_log1pf", ("log", True): "PJ_F_LOG",
     ("erf", True): "PJ_F_ERF", ("sin", True): "PJ_F_SIN", ("cos", True): "PJ_F_COS",
-    ("tan", True): "PJ_F_TAN",
+    ("tan", True): "PJ_F_TAN", ("pow", True): "PJ_F_POW",
     ("tanh", False): "pj_tanh", ("logistic", False): "pj_logistic",
     ("exp", False): "PJ_D_EXP", ("exp2", False): "PJ_D_EXP2", ("expm1", False): "PJ_D_EXPM1",
     ("log", False): "PJ_D_LOG", ("log1p", False): "PJ_D_LOG1P",
@@ -64,7 +68,8 @@ _SWITCHED = {"PJ_F_LOG": ("logf", "pj_logf"), "PJ_D_EXP": ("exp", "pj_exp"),
              "PJ_D_EXP2": ("exp2", "pj_exp2"), "PJ_D_EXPM1": ("expm1", "pj_expm1"),
              "PJ_D_LOG": ("log", "pj_log"), "PJ_D_LOG1P": ("log1p", "pj_log1p"),
              "PJ_F_ERF": ("erff", "pj_erff"), "PJ_F_SIN": ("sinf", "pj_sinf"),
-             "PJ_F_COS": ("cosf", "pj_cosf"), "PJ_F_TAN": ("tanf", "pj_tanf")}
+             "PJ_F_COS": ("cosf", "pj_cosf"), "PJ_F_TAN": ("tanf", "pj_tanf"),
+             "PJ_F_POW": ("powf", "pj_powf")}
 
 
 def function(prim, is_f32):
@@ -394,5 +399,33 @@ PJ_VM float pj_tanf(float x) {
   const float res = (float)(n / d);
   const float sg = pj_bitsf(pj_fbits(res) ^ (pj_fbits(x) & 0x80000000u));
   return sg * (1.0f + (x - x));
+}
+/* float32 pow: |x|^y = exp(y log|x|) in double (pj_log, pj_exp: the product's error is
+   far below a float ulp; one rounding to float), then C99's special cases by selects:
+   x = 1 or y = 0 -> 1 (even NaN), |x| = 1 and y = +-inf -> 1, a negative x with an odd
+   integer y negates, a finite negative x with a finite non-integer y -> NaN */
+PJ_VM float pj_powf(float x, float y) {
+  const float ax = fabsf(x), ay = fabsf(y);
+  const double yd = (double)y, ayd = (double)ay;
+  const float m = (float)pj_exp(yd * pj_log((double)ax));
+  /* parity and integrality of y: round(|y|) by the shifter 2^52 (|y| < 2^24; above, y is an
+     even integer) */
+  const double ry = ayd + 4503599627370496.0;
+  const uint64_t ybits = pj_dbits(ry);
+  const int small_y = (pj_fbits(y) & 0x7FFFFFFFu) < 0x4B800000u;   /* |y| < 2^24 */
+  const int yint = (ry - 4503599627370496.0 == ayd) | !small_y;
+  const int yodd = small_y & (int)(ybits & 1u) & yint;
+  /* the tests on bit patterns (integer compares): an ordered float compare may trap on NaN,
+     and GCC keeps one whose result only matters under another condition as a branch */
+  const uint32_t bx = pj_fbits(x), bax = bx & 0x7FFFFFFFu, bay = pj_fbits(y) & 0x7FFFFFFFu;
+  const int xneg = (bx > 0x80000000u) & (bax <= 0x7F800000u), xnegz = bx == 0x80000000u;
+  const int xfin = bax < 0x7F800000u, yfin = bay < 0x7F800000u;
+  const int ax1 = bax == 0x3F800000u, yinf = bay == 0x7F800000u;
+  const float sgn = pj_bitsf(pj_fbits(m) ^ 0x80000000u);
+  const float r1 = ((xneg | xnegz) & yodd) ? sgn : m;
+  const float r2 = (xneg & xfin & yfin & !yint) ? NAN : r1;
+  const float r3 = (ax1 & yinf) ? 1.0f : r2;
+  const int one = (bx == 0x3F800000u) | (bay == 0u);
+  return one ? 1.0f : r3;
 }
 """
