@@ -423,7 +423,8 @@ def _compare(node, a, b):
 def _pow(node, a, b):
   d = _out(node)
   ct = compute_type(d)
-  return f"pow{_fsuf(d)}({a}, ({ct})({b}))"
+  fn = vmath.function("pow", d != F64) or f"pow{_fsuf(d)}"   # float32: vmath.py's own
+  return f"{fn}({a}, ({ct})({b}))"
 
 
 @rule("integer_pow")
