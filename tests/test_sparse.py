@@ -284,3 +284,15 @@ def test_arithmetic():
   _same(s.sum(0).todense(), A.sum(0))
   with pytest.raises(NotImplementedError, match="silent densification"):
     s + 1.0
+
+
+def test_reshape():
+  x = np.stack([A, -A]).reshape(2, 5, 3, 2)
+  for kw, shape in [({}, (10, 6)), ({}, (60,)), (dict(n_batch=1), (2, 15, 2)),
+                    (dict(n_batch=1, n_dense=1), (2, 3, 5, 2))]:
+    m = sparse.BCOO.fromdense(x, **kw).reshape(shape)
+    assert m.shape == shape and m.n_batch == kw.get("n_batch", 0)
+    _same(m.todense(), x.reshape(shape))
+  _same(sparse.BCOO.fromdense(A, nse=NNZ + 3).reshape(-1).todense(), A.reshape(-1))
+  with pytest.raises(ValueError, match="cannot mix batch and sparse"):
+    sparse.BCOO.fromdense(x, n_batch=1).reshape(4, 15)

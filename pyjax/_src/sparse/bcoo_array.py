@@ -22,7 +22,7 @@ from pyjax._src.sparse.util import SparseInfo, validate_bcoo, vmapped_shape
 __all__ = ["BCOO", "bcoo_todense", "bcoo_fromdense", "bcoo_extract", "bcoo_transpose",
            "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_sum_duplicates",
            "bcoo_sort_indices", "bcoo_reduce_sum", "bcoo_multiply_dense",
-           "bcoo_eliminate_zeros"]
+           "bcoo_eliminate_zeros", "bcoo_reshape"]
 
 _TRACED_NSE_ERROR = """
 The error arose for the nse argument of bcoo_fromdense. In order for
@@ -179,6 +179,19 @@ class BCOO:
   @property
   def T(self):
     return self.transpose()
+
+  def reshape(self, *args, **kwargs):
+    """Reshape (like ``Array.reshape``; one ``-1`` allowed) keeping batch, sparse and dense
+    dimensions apart."""
+    shape = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+    shape = kwargs.pop("shape", shape)
+    if kwargs:
+      raise TypeError(f"reshape() got unexpected keyword arguments {sorted(kwargs)}")
+    shape = [operator.index(d) for d in shape]
+    if shape.count(-1) == 1:
+      rest = math.prod(d for d in shape if d != -1)
+      shape[shape.index(-1)] = self.size // rest if rest else 0
+    return bcoo_reshape(self, new_sizes=tuple(shape))
 
   def sum(self, axis=None):
     """Sum over ``axis`` (all by default): a BCOO, or a dense scalar when every axis is
@@ -475,3 +488,49 @@ def bcoo_reduce_sum(mat, *, axes):
     indices = indices.reshape(indices.shape[:cur_nb - 1] + (-1,) + indices.shape[cur_nb + 1:])
   new_shape = tuple(s for i, s in enumerate(shape) if i not in axes)
   return BCOO((data, indices), shape=new_shape)
+
+
+def bcoo_reshape(mat, *, new_sizes, dimensions=None, sharding=None):
+  """``lax.reshape`` of a BCOO: batch and dense dimensions are reshaped in the buffers,
+  sparse ones by re-indexing; the new shape must not mix the three groups (ValueError)."""
+  jnp = _jnp()
+  from pyjax._src.lax import shapes as _shapes
+  new_sizes = tuple(operator.index(d) for d in new_sizes)
+  if math.prod(new_sizes) != mat.size:
+    raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} "
+                    f"for shape {mat.shape}.")
+  nb, ns = mat.n_batch, mat.n_sparse
+  if (tuple(mat.indices.shape[:nb]) != mat.shape[:nb]
+      or tuple(mat.data.shape[:nb]) != mat.shape[:nb]):
+    raise NotImplementedError("reshape of arrays with broadcasted batch dimensions.")
+  perm = tuple(range(mat.ndim)) if dimensions is None else tuple(dimensions)
+  batch_perm, sparse_perm, dense_perm = P.validate_permutation(mat.data, mat.indices, perm,
+                                                               mat.shape)
+  batch_size = math.prod(mat.shape[:nb])
+  sparse_size = math.prod(mat.shape[nb:nb + ns])
+  cum = np.cumprod(np.array(new_sizes, dtype=np.int64)) if new_sizes else np.array([], np.int64)
+  if batch_size != 1 and batch_size not in cum:
+    raise ValueError("bcoo_reshape: new shape cannot mix batch and sparse dimensions; "
+                     f"got shape={mat.shape} new_shape={new_sizes} with n_batch={nb}")
+  if sparse_size != 1 and batch_size * sparse_size not in cum:
+    raise ValueError("bcoo_reshape: new shape cannot mix sparse and dense dimensions; "
+                     f"got shape={mat.shape} new_shape={new_sizes} with n_dense={mat.n_dense}")
+  i1 = int(cum.searchsorted(batch_size, side="right"))
+  i2 = int(cum.searchsorted(batch_size * sparse_size, side="right"))
+  new_batch, new_sparse, new_dense = new_sizes[:i1], new_sizes[i1:i2], new_sizes[i2:]
+  data = _shapes.reshape(mat.data, new_batch + (mat.nse,) + new_dense, dimensions=(
+      *batch_perm, nb, *(p + nb + 1 for p in dense_perm)))
+  indices = _shapes.reshape(mat.indices, new_batch + (mat.nse, ns),
+                            dimensions=(*batch_perm, nb, nb + 1))
+  if not new_sparse:
+    indices = jnp.zeros(new_batch + (mat.nse, 0), indices.dtype)
+  elif ns:
+    old_sparse = tuple(mat.shape[nb + i] for i in sparse_perm)
+    cols = tuple(indices[..., i] for i in sparse_perm)
+    bound = jnp.asarray(np.array(mat.shape[nb:nb + ns], indices.dtype))
+    oob = jnp.any(indices >= bound, axis=-1, keepdims=True)
+    flat = jnp.ravel_multi_index(cols, old_sparse, mode="clip")
+    new_cols = jnp.unravel_index(flat, new_sparse)
+    indices = jnp.stack([c.astype(indices.dtype) for c in new_cols], axis=-1)
+    indices = jnp.where(oob, jnp.asarray(np.array(new_sparse, indices.dtype)), indices)
+  return BCOO((data, indices), shape=new_sizes)
