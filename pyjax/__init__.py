@@ -1,6 +1,7 @@
 """pyjax: JAX's programming model in Python.  ``import pyjax as jax``."""
 from pyjax._src.config import config  # noqa: F401
 from pyjax._src import dtypes as _dtypes  # noqa: F401
+from pyjax._src.backends.cpu import backend as _cpu_backend  # noqa: F401  (registers "cpu")
 from pyjax._src.runtime.array import Array  # noqa: F401
 from pyjax._src.runtime.devices import (  # noqa: F401
     devices, local_devices, device_count, local_device_count, process_index,

@@ -12,6 +12,7 @@ from pyjax._src import profiler as _profiler
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.runtime import devices as _devices
+from pyjax._src.runtime import dispatch as _dispatch
 from pyjax._src.runtime.array import ArrayImpl, SingleDeviceSharding
 from pyjax._src.runtime import sharded_array as _sharded
 from pyjax._src import layout as _layout
@@ -48,8 +49,7 @@ def _put_one(x, device, may_alias=None, donate=False):
     if _config.d2d_guarded and x._device is not device:
       from pyjax._src import transfer_guard
       transfer_guard.device_to_device(x.aval, x._device, device, True)
-    buf = x._data() if (may_alias is not False) else x._data().copy()
-    return ArrayImpl(buf, x.aval, device, True)
+    return _dispatch.commit_to(x, device, copy=may_alias is False)
   from pyjax._src.numpy.array_constructors import asarray
   if isinstance(x, (np.ndarray, np.generic)) or type(x) in dtypes.python_scalar_types or hasattr(x, "__jax_array__") \
       or isinstance(x, (bool, int, float, complex)):
@@ -61,7 +61,7 @@ def _put_one(x, device, may_alias=None, donate=False):
       a = ArrayImpl(np.array(a._data(), copy=True), ShapedArray(a.shape, a.dtype, False), a._device, False)
     if device is None:
       return a
-    return ArrayImpl(a._data(), a.aval, device, True)
+    return _dispatch.commit_to(a, device)
   raise TypeError(f"device_put: argument of type {type(x)} is not a valid JAX type")
 
 

@@ -13,16 +13,17 @@ directly), so they never pass through here.
 """
 from __future__ import annotations
 
+from pyjax._src.runtime import devices as _devices
+
 __all__ = ["backend_compile_and_load", "compile_for_device"]
 
 
 def backend_compile_and_load(backend, closed_jaxpr, device, name, donate=()):
-  """Compile ``closed_jaxpr`` for ``device`` on ``backend`` (a runtime backend with a
-  ``platform``); returns the executable."""
-  if backend.platform != "cpu":
+  """Compile ``closed_jaxpr`` for ``device`` on ``backend`` (a ``runtime.backend.Backend``:
+  its ``compile_jaxpr``); returns the executable."""
+  if not backend.supports("jit"):
     raise RuntimeError(f"pyjax cannot compile for the {backend.platform!r} backend")
-  from pyjax._src.backends.cpu.executable import compile_jaxpr
-  return compile_jaxpr(closed_jaxpr, device, name, donate)
+  return backend.compile_jaxpr(closed_jaxpr, device, name, donate)
 
 
 def compile_for_device(closed_jaxpr, device, name, donate=()):
@@ -33,6 +34,5 @@ def compile_for_device(closed_jaxpr, device, name, donate=()):
   closed_jaxpr = mlir.expand_lowered(closed_jaxpr)
   backend = getattr(device, "_backend", None)
   if backend is None:
-    from pyjax._src.runtime import devices as _devices
     backend = _devices.get_backend(device.platform)
   return backend_compile_and_load(backend, closed_jaxpr, device, name, donate)

@@ -15,6 +15,7 @@ from pyjax._src import core
 from pyjax._src import tree_util
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters import batching
+from pyjax._src.runtime import dispatch
 from pyjax._src.runtime.array import Array, ArrayImpl, SingleDeviceSharding
 
 __all__ = ["with_sharding_constraint", "sharding_constraint_p", "device_put_p"]
@@ -43,7 +44,7 @@ def _place(x, device):
     return x
   if x._device is device and x._committed:
     return x
-  return ArrayImpl(x._data(), x.aval, device, True)
+  return dispatch.commit_to(x, device)
 
 
 # --- sharding_constraint ------------------------------------------------------------------

@@ -13,6 +13,8 @@ import threading
 
 from pyjax._src import config as _config_mod
 from pyjax._src.config import config
+from pyjax._src.runtime import backend as _backend_mod
+from pyjax._src.runtime.backend import Backend  # noqa: F401  (the interface, as before)
 
 
 class Device:
@@ -60,14 +62,14 @@ class Device:
 
   @property
   def stream(self):
-    """The device's stream: asynchronous work runs on it in order (``runtime.stream``)."""
+    """The device's stream (of its backend's ``stream_type``): asynchronous work runs on
+    it in order."""
     s = self._stream
     if s is None:
       with _stream_lock:
         s = self._stream
         if s is None:
-          from pyjax._src.runtime.stream import Stream
-          s = self._stream = Stream(str(self))
+          s = self._stream = self._backend.stream_type(str(self))
     return s
 
   def addressable_memories(self):
@@ -118,12 +120,6 @@ def _device_by_platform_and_id(platform, id):
   raise ValueError(f"No {platform} device with id {id}")
 
 
-class Backend:
-  def __init__(self, platform, devices):
-    self.platform = platform
-    self.devices = devices
-
-
 _lock = threading.Lock()
 _stream_lock = threading.Lock()
 _backends: dict[str, Backend] | None = None
@@ -134,32 +130,22 @@ class _ThreadDefault(threading.local):
 _thread_default = _ThreadDefault()
 
 
-def _xla_flags_cpu_count():
-  """``--xla_force_host_platform_device_count=N`` in ``XLA_FLAGS`` (read when the backends
-  start, as by JAX's CPU client; ``jax_num_cpu_devices`` takes precedence), or None."""
-  import os
-  import re
-  m = re.findall(r"--xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-  return int(m[-1]) if m else None
-
-
 def _init_backends():
   global _backends
   with _lock:
     if _backends is not None:
       return _backends
     requested = config.jax_platforms
-    wanted = [p.strip().lower() for p in requested.split(",")] if requested else ["cpu"]
+    registered = _backend_mod.platforms()
+    if requested:
+      wanted = [_backend_mod.canonical_platform(p.strip()) for p in requested.split(",")]
+    else:
+      wanted = [n for n, p in registered.items() if p.default]
     backends = {}
     for p in wanted:
-      if p in ("cpu", "host"):
-        n = config.jax_num_cpu_devices
-        if n is None or n < 1:
-          n = _xla_flags_cpu_count()
-        n = 1 if n is None or n < 1 else int(n)
-        be = Backend("cpu", [])
-        be.devices = [CpuDevice(i, be) for i in range(n)]
-        backends["cpu"] = be
+      plat = registered.get(p)
+      if plat is not None:
+        backends[p] = plat.factory()
       elif p in ("gpu", "cuda"):
         if not requested:
           continue
@@ -169,7 +155,8 @@ def _init_backends():
                            "this backend.)")
       else:
         raise RuntimeError(f"Unknown backend: '{p}' requested, but no platforms that are "
-                           f"instances of {p} are present. Platforms present are: cpu")
+                           f"instances of {p} are present. Platforms present are: "
+                           + ",".join(registered))
     if not backends:
       raise RuntimeError("No backend could be initialized.")
     _backends = backends
@@ -186,7 +173,8 @@ def get_backend(platform=None):
     return next(iter(bs.values()))
   if not isinstance(platform, str):
     platform = getattr(platform, "platform", platform)
-  p = {"host": "cpu", "cuda": "gpu"}.get(platform.lower(), platform.lower())
+  p = _backend_mod.canonical_platform(platform)
+  p = {"cuda": "gpu"}.get(p, p)
   if p not in bs:
     raise RuntimeError(f"Unknown backend {platform}. Available: {list(bs)}")
   return bs[p]

@@ -3,7 +3,8 @@
 ``apply_primitive`` is what the bottom interpreter calls for every primitive.  It checks
 the inputs' devices (computation follows committed data), computes the output aval with
 the primitive's abstract-eval rule (so eager errors equal traced ones), and calls the
-backend's NumPy implementation, keyed by the primitive's name.
+implementation in the eager table of the device's backend (``device._backend.eager_impls``,
+keyed by the primitive's name; ``runtime/backend.py``): NumPy on the CPU backend.
 
 Asynchronous dispatch: a compute-bound primitive (``_ASYNC_EAGER``: matmuls, convolutions,
 FFTs) on at least ``_ASYNC_ELEMENTS`` elements is enqueued on its device's stream and
@@ -18,8 +19,6 @@ import numpy as np
 from pyjax._src import config as _config
 from pyjax._src import dtypes
 from pyjax._src.avals import ShapedArray
-from pyjax._src.backends.cpu import eager as cpu_eager
-from pyjax._src.backends.cpu import eager_native as _eager_native
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.runtime.array import ArrayImpl
@@ -29,11 +28,8 @@ from pyjax._src.runtime.stream import PendingBuffer
 _ASYNC_EAGER = frozenset({"dot_general", "conv_general_dilated", "fft"})
 _ASYNC_ELEMENTS = 1 << 16
 
-_impls = cpu_eager.impls
-# large elementwise operations: prebuilt native kernels or NumPy on threads (eager_native)
-_native_prims = _eager_native.PRIMS if _eager_native.ENABLED else frozenset()
-_NATIVE_MIN = _eager_native.MIN_ELEMENTS
 _scalar_types = dtypes.python_scalar_types
+_default_device = _devices.default_device
 _is_tracer = None
 
 
@@ -161,16 +157,21 @@ def apply_primitive(prim, args, params):
 
 
 def _finish(prim, name, out_aval, bufs, params, device, committed):
-  impl = _impls.get(name)
+  if device is None:
+    device = _default_device()
+  backend = device._backend
+  impl = backend.eager_impls.get(name)
   if impl is None:
-    raise NotImplementedError(f"The cpu backend has no eager implementation of {name}")
+    raise NotImplementedError(f"The {backend.platform} backend has no eager implementation "
+                              f"of {name}")
   if name in _ASYNC_EAGER:
     res = _maybe_async(prim, impl, out_aval, bufs, params, device, committed)
     if res is not None:
       return res
   try:
-    if name in _native_prims and (bufs[0].size >= _NATIVE_MIN or bufs[-1].size >= _NATIVE_MIN):
-      out = _eager_native.run(name, bufs, params, out_aval)   # large: native kernels/threads
+    if name in backend.large_prims and (bufs[0].size >= backend.large_min_elements
+                                        or bufs[-1].size >= backend.large_min_elements):
+      out = backend.run_large(name, bufs, params, out_aval)   # e.g. native kernels, threads
       if out is None:
         out = impl(*bufs, **params)
     else:
@@ -181,8 +182,6 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   if _config.debug_special:   # jax_debug_nans / jax_debug_infs
     from pyjax._src import debug_nans
     debug_nans.check_primitive_outputs(name, out, prim.multiple_results)
-  if device is None:
-    device = _devices.default_device()
   if prim.multiple_results:
     return [_wrap(o, a, device, committed) for o, a in zip(out, out_aval)]
   if type(out) is np.ndarray and out.dtype is out_aval.dtype:
@@ -201,8 +200,6 @@ def _maybe_async(prim, impl, out_aval, bufs, params, device, committed):
     if any(type(b) is PendingBuffer for b in bufs):   # (asynchronous dispatch turned off)
       bufs[:] = [b.result() if type(b) is PendingBuffer else b for b in bufs]
     return None
-  if device is None:
-    device = _devices.default_device()
   multiple = prim.multiple_results
   avals = list(out_aval) if multiple else [out_aval]
 
@@ -228,3 +225,11 @@ def _wrap(out, aval, device, committed):
 
 def device_put_buffer(buf, aval, device, committed):
   return ArrayImpl(buf, aval, device, committed)
+
+
+def commit_to(x, device, copy=False):
+  """The single-device Array ``x`` committed to ``device``: its buffer moved there by the
+  backends' ``transfer`` (shared between host-memory devices unless ``copy``)."""
+  src = x._device
+  buf = src._backend.transfer(x._data(), src, device, copy)
+  return ArrayImpl(buf, x.aval, device, True)
