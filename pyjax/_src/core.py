@@ -1041,7 +1041,10 @@ def raise_escaped_tracer(x):
 
 
 def trace_to_jaxpr(fun, in_avals, debug_info=None):
-  """Stage ``fun`` (taking and returning flat lists of arrays) into a ClosedJaxpr."""
+  """Stage ``fun`` (taking and returning flat lists of arrays) into a ClosedJaxpr, on
+  the current interpreter.  The one tracing entry point: ``staging.trace_flat`` (jit,
+  make_jaxpr) and the control-flow bodies build on it.  Values ``fun`` closes over that
+  are tracers of enclosing transformations are left among the ClosedJaxpr's consts."""
   interp = StagingInterpreter(_state.interp, debug_info)
   args = [interp.new_arg(a) for a in in_avals]
   try:

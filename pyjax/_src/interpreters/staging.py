@@ -174,19 +174,14 @@ def trace_flat(flat_fun, in_avals, debug_info=None):
   prof = _profiler.session
   if prof is not None:
     t_prof = prof.now()
-  parent = core.current_interpreter()
-  interp = core.StagingInterpreter(parent, debug_info)
-  args = [interp.new_arg(a) for a in in_avals]
   try:
-    with core.set_interpreter(interp):
-      outs = flat_fun(*args)
-    jaxpr, consts = interp.to_jaxpr(outs)
+    closed = core.trace_to_jaxpr(flat_fun, in_avals, debug_info)
   finally:
-    interp.finished = True
     if prof is not None:
       d = debug_info
       prof.add(f"trace {d.func_name if d is not None else 'function'}", "trace", t_prof, None,
                {"for": d.traced_for if d is not None else None})
+  jaxpr, consts = closed.jaxpr, closed.consts
   tracer_vars, tracer_consts, const_vars, const_vals = [], [], [], []
   for v, c in zip(jaxpr.constvars, consts):
     if isinstance(c, core.Tracer):

@@ -87,14 +87,8 @@ def trace_callable(fun, in_tree, in_avals, traced_for, args_for_names=None):
     box.append(out_tree)
     return out_leaves
 
-  interp = core.StagingInterpreter(core.current_interpreter(), dbg)
-  args = [interp.new_arg(a) for a in in_avals]
-  try:
-    with core.set_interpreter(interp):
-      outs = flat_fun(*args)
-    jaxpr, consts = interp.to_jaxpr(outs)
-  finally:
-    interp.finished = True
+  closed = core.trace_to_jaxpr(flat_fun, in_avals, dbg)
+  jaxpr, consts = closed.jaxpr, closed.consts
   jaxpr = core.Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.outvars,
                      jaxpr.eqns, jaxpr.effects, dbg)
   res = (core.ClosedJaxpr(jaxpr, []), list(consts), box[-1])
