@@ -421,11 +421,13 @@ PJ_VM float pj_powf(float x, float y) {
   const int xneg = (bx > 0x80000000u) & (bax <= 0x7F800000u), xnegz = bx == 0x80000000u;
   const int xfin = bax < 0x7F800000u, yfin = bay < 0x7F800000u;
   const int ax1 = bax == 0x3F800000u, yinf = bay == 0x7F800000u;
-  const float sgn = pj_bitsf(pj_fbits(m) ^ 0x80000000u);
-  const float r1 = ((xneg | xnegz) & yodd) ? sgn : m;
-  const float r2 = (xneg & xfin & yfin & !yint) ? NAN : r1;
-  const float r3 = (ax1 & yinf) ? 1.0f : r2;
-  const int one = (bx == 0x3F800000u) | (bay == 0u);
-  return one ? 1.0f : r3;
+  /* the patches as bit operations on m's bits, not selects: with a constant y (x ** 1.7) the
+     conditions fold and GCC would sink m's computation into one select arm (a float
+     conversion there keeps the loop scalar) */
+  const uint32_t neg = (uint32_t)((xneg | xnegz) & yodd) << 31;
+  const uint32_t nan = -(uint32_t)(xneg & xfin & yfin & !yint);
+  const uint32_t one = -(uint32_t)((ax1 & yinf) | (bx == 0x3F800000u) | (bay == 0u));
+  const uint32_t r = (pj_fbits(m) ^ neg) | (nan & 0x7FC00000u);
+  return pj_bitsf((r & ~one) | (one & 0x3F800000u));
 }
 """
