@@ -77,6 +77,7 @@ def ref():
     csr = out["bcsr"][0]
     out["bcsr_grad"] = jax.grad(lambda d: jnp_.sum(
         js.BCSR((d, csr.indices, csr.indptr), shape=A.shape) @ b))(csr.data)
+    out["index"] = [r[1], r[:, 2:5], r[1:4:2, -1]]
     out["grad_dup"] = jax.grad(_dup_loss(js.BCOO, jnp_))(np.arange(12.0, dtype=np.float32).reshape(2, 6))
     out["grad_sampled"] = jax.grad(lambda x, y: jnp_.sum(sampled(x, y) ** 2), argnums=(0, 1))(sa, sb)
     return out
@@ -296,3 +297,15 @@ def test_reshape():
   _same(sparse.BCOO.fromdense(A, nse=NNZ + 3).reshape(-1).todense(), A.reshape(-1))
   with pytest.raises(ValueError, match="cannot mix batch and sparse"):
     sparse.BCOO.fromdense(x, n_batch=1).reshape(4, 15)
+
+
+def test_indexing_matches_jax(ref):
+  s = sparse.BCOO.fromdense(A)
+  for o, r, want in zip([s[1], s[:, 2:5], s[1:4:2, -1]], ref["index"],
+                        [A[1], A[:, 2:5], A[1:4:2, -1]]):
+    _same_bcoo(o, r)
+    _same(o.todense(), want)
+  x = np.stack([A, -A])
+  _same(sparse.BCOO.fromdense(x, n_batch=1)[1, 2:, ::2].todense(), x[1, 2:, ::2])
+  with pytest.raises(IndexError):
+    s[5]

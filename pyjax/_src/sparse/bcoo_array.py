@@ -22,7 +22,7 @@ from pyjax._src.sparse.util import SparseInfo, validate_bcoo, vmapped_shape
 __all__ = ["BCOO", "bcoo_todense", "bcoo_fromdense", "bcoo_extract", "bcoo_transpose",
            "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_sum_duplicates",
            "bcoo_sort_indices", "bcoo_reduce_sum", "bcoo_multiply_dense",
-           "bcoo_eliminate_zeros", "bcoo_reshape"]
+           "bcoo_eliminate_zeros", "bcoo_reshape", "bcoo_slice", "bcoo_squeeze"]
 
 _TRACED_NSE_ERROR = """
 The error arose for the nse argument of bcoo_fromdense. In order for
@@ -179,6 +179,41 @@ class BCOO:
   @property
   def T(self):
     return self.transpose()
+
+  def __getitem__(self, idx):
+    """Integer and slice indexing (positive steps): ``bcoo_slice`` then ``bcoo_squeeze``
+    of the integer-indexed dimensions; the result keeps ``nse`` entries (those outside
+    the slice are moved out of bounds), as JAX's."""
+    if not isinstance(idx, tuple):
+      idx = (idx,)
+    if len(idx) > self.ndim:
+      raise IndexError(f"Too many indices for array: {len(idx)} non-None/Ellipsis indices "
+                       f"for dim {self.ndim}.")
+    starts, limits, strides, squeeze = [], [], [], []
+    for d, size in enumerate(self.shape):
+      i = idx[d] if d < len(idx) else slice(None)
+      if isinstance(i, slice):
+        start, stop, step = i.indices(size)
+        if step <= 0:
+          raise NotImplementedError("BCOO indexing with a negative step")
+        starts.append(start)
+        limits.append(max(start, stop))
+        strides.append(step)
+        continue
+      try:
+        i = operator.index(i)
+      except TypeError:
+        raise NotImplementedError(f"BCOO indexing with {type(i).__name__} indices "
+                                  "(only integers and slices)") from None
+      if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for axis {d} with size {size}")
+      i %= size
+      starts.append(i)
+      limits.append(i + 1)
+      strides.append(1)
+      squeeze.append(d)
+    out = bcoo_slice(self, start_indices=starts, limit_indices=limits, strides=strides)
+    return bcoo_squeeze(out, dimensions=squeeze) if squeeze else out
 
   def reshape(self, *args, **kwargs):
     """Reshape (like ``Array.reshape``; one ``-1`` allowed) keeping batch, sparse and dense
@@ -534,3 +569,72 @@ def bcoo_reshape(mat, *, new_sizes, dimensions=None, sharding=None):
     indices = jnp.stack([c.astype(indices.dtype) for c in new_cols], axis=-1)
     indices = jnp.where(oob, jnp.asarray(np.array(new_sparse, indices.dtype)), indices)
   return BCOO((data, indices), shape=new_sizes)
+
+
+def bcoo_slice(mat, *, start_indices, limit_indices, strides=None):
+  """``lax.slice`` of a BCOO: batch and dense dimensions slice the buffers; stored
+  elements outside the sparse window move out of bounds (zero data), and when ``nse``
+  exceeds the window's size duplicates are summed down to it (as JAX)."""
+  jnp = _jnp()
+  if not isinstance(mat, BCOO):
+    raise TypeError(f"bcoo_slice: input should be BCOO array, got type(mat)={type(mat)}")
+  starts = [operator.index(i) for i in start_indices]
+  limits = [operator.index(i) for i in limit_indices]
+  strides = [1] * mat.ndim if strides is None else [operator.index(i) for i in strides]
+  if not len(starts) == len(limits) == mat.ndim:
+    raise ValueError(f"bcoo_slice: indices must have size mat.ndim={mat.ndim}")
+  if len(strides) != mat.ndim:
+    raise ValueError(f"len(strides) = {len(strides)}; expected {mat.ndim}")
+  if any(st <= 0 for st in strides):
+    raise ValueError(f"strides must be a sequence of positive integers; got {strides}")
+  if not all(0 <= a <= b <= n for a, b, n in zip(starts, limits, mat.shape)):
+    raise ValueError(f"bcoo_slice: invalid indices. Got start_indices={starts}, "
+                     f"limit_indices={limits} and shape={mat.shape}")
+  nb, ns = mat.n_batch, mat.n_sparse
+  dsl, isl = [], []
+  for i in range(nb):
+    sl = slice(starts[i], limits[i], strides[i])
+    dsl.append(slice(None) if mat.data.shape[i] != mat.shape[i] else sl)
+    isl.append(slice(None) if mat.indices.shape[i] != mat.shape[i] else sl)
+  dsl.append(slice(None))
+  dsl += [slice(a, b, st) for a, b, st in zip(starts[nb + ns:], limits[nb + ns:],
+                                               strides[nb + ns:])]
+  data = mat.data[tuple(dsl)]
+  indices = mat.indices[tuple(isl) + (slice(None), slice(None))]
+  new_shape = tuple((b - a + st - 1) // st for a, b, st in zip(starts, limits, strides))
+  if ns:
+    dt = indices.dtype
+    lo = jnp.asarray(np.array(starts[nb:nb + ns], dt))
+    hi = jnp.asarray(np.array(limits[nb:nb + ns], dt))
+    st = jnp.asarray(np.array(strides[nb:nb + ns], dt))
+    keep = jnp.all((indices >= lo) & (indices < hi) & ((indices - lo) % st == 0),
+                   axis=-1, keepdims=True)
+    indices = jnp.where(keep, (indices - lo + st - 1) // st, (hi - lo + st - 1) // st)
+    k = keep[..., 0].reshape(keep.shape[:-1] + (1,) * mat.n_dense)
+    data = jnp.where(k, data, jnp.zeros((), data.dtype))
+    window = math.prod(new_shape[nb:nb + ns])
+    if mat.nse > window:
+      data, indices = P.bcoo_sum_duplicates_p.bind(data, indices,
+                                                   spinfo=SparseInfo(new_shape), nse=window)
+  return BCOO((data, indices), shape=new_shape)
+
+
+def bcoo_squeeze(arr, *, dimensions):
+  """Remove size-1 dimensions (``lax.squeeze``) of a BCOO."""
+  jnp = _jnp()
+  dims = sorted({operator.index(d) % arr.ndim for d in dimensions})
+  if any(arr.shape[d] != 1 for d in dims):
+    raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                     f"one, got shape={arr.shape} and dimensions={tuple(dimensions)}")
+  nb, ns = arr.n_batch, arr.n_sparse
+  batch = [d for d in dims if d < nb]
+  sparse_cols = [d - nb for d in dims if nb <= d < nb + ns]
+  dense = [d - nb - ns for d in dims if d >= nb + ns]
+  data = jnp.squeeze(arr.data, tuple(batch) + tuple(nb + 1 + d for d in dense)) \
+      if batch or dense else arr.data
+  indices = jnp.squeeze(arr.indices, tuple(batch)) if batch else arr.indices
+  if sparse_cols:
+    keep = [j for j in range(ns) if j not in sparse_cols]
+    indices = indices[..., np.array(keep, np.int32)] if keep else indices[..., :0]
+  shape = tuple(s for i, s in enumerate(arr.shape) if i not in dims)
+  return BCOO((data, indices), shape=shape)

@@ -7,7 +7,7 @@ from pyjax._src.sparse.bcoo import (  # noqa: F401
     bcoo_transpose_p)
 from pyjax._src.sparse.bcoo_array import (  # noqa: F401
     BCOO, bcoo_dot_general, bcoo_dot_general_sampled, bcoo_eliminate_zeros, bcoo_extract,
-    bcoo_fromdense, bcoo_multiply_dense, bcoo_reduce_sum, bcoo_reshape, bcoo_sort_indices,
+    bcoo_fromdense, bcoo_multiply_dense, bcoo_reduce_sum, bcoo_reshape, bcoo_slice, bcoo_squeeze, bcoo_sort_indices,
     bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
 from pyjax._src.sparse.bcsr import (  # noqa: F401
     BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_todense)
