@@ -136,6 +136,10 @@ def apply_primitive(prim, args, params):
           mixed = True
     elif isinstance(x, ArrayImpl):   # sharded (runtime/sharded_array): its global value
       if sharded is None:
+        from pyjax._src.runtime import sharded_array   # elementwise: shard by shard
+        res = sharded_array.per_shard(prim, params, args)
+        if res is not None:
+          return res
         sharded = []
       sharded.append(x)
       bufs.append(x._data())

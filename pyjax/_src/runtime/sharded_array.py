@@ -9,16 +9,14 @@ still be being computed (a ``PendingBuffer`` of its device's stream: ``shard_map
 ``pmap`` leave their outputs so), and is waited for at the first read.
 
 The global value is assembled from the shards on first need (``np.asarray(x)``,
-printing, an operation that computes on the whole array) and kept.  Eager primitives
-compute on that global value and lay their outputs out again (``reshard_outputs``):
-an output of the same shape as a sharded input takes that input's sharding (so
-elementwise operations keep the sharding, as in JAX), other outputs are replicated over
-the inputs' mesh (what JAX gives a reduction to a scalar).
+printing, an operation that computes on the whole array) and kept.  Eager elementwise
+primitives on alike-sharded inputs run shard by shard on the devices' streams
+(``per_shard``); other eager primitives compute on the global value and lay their outputs
+out again by the sharding-type rules (``reshard_outputs``, ``sharding_types``).
 
-Differs from JAX: eager operations and ``jit`` on sharded inputs compute the global
-program on one device and split the result (values are identical; the work is not
-spread); the output sharding of a shape-changing operation is replicated rather than
-what XLA's propagation would pick.
+Differs from JAX: non-elementwise eager operations and ``jit`` on sharded inputs compute
+the global program on one device and split the result (values are identical; the work
+is not spread).
 """
 from __future__ import annotations
 
@@ -356,3 +354,85 @@ def reshard_outputs(out, sharded_inputs, prim=None, params=None, args=None):
     s = shardings[i] if shardings is not None else output_sharding(o.aval, sharded_inputs)
     res.append(o if s is None else shard_global(o._data(), o.aval, s))
   return type(out)(res) if many else res[0]
+
+
+# --- eager elementwise operations, one shard per device -----------------------------------
+# Primitives computed shard by shard (each output element depends only on the same element
+# of the inputs): with every sharded input laid out alike and the others 0-d, each device
+# computes its own part on its stream, in parallel, and nothing is assembled.
+_PER_SHARD = frozenset("""
+add sub mul div rem pow max min neg sign floor ceil round is_finite exp exp2 log log1p expm1
+tanh logistic sin cos tan asin acos atan atan2 sinh cosh asinh acosh atanh sqrt rsqrt cbrt
+abs square integer_pow convert_element_type select_n clamp and or xor not eq ne lt le gt ge
+shift_left shift_right_logical shift_right_arithmetic nextafter erf erfc erf_inv lgamma
+digamma real imag conj complex copy population_count clz
+""".split())
+
+
+def _eager_impl(dev, name):
+  """The eager implementation of ``name`` on ``dev``'s backend."""
+  table = getattr(getattr(dev, "_backend", None), "eager_impls", None)
+  if table is None:
+    from pyjax._src.runtime import dispatch
+    table = getattr(dispatch, "_impls", {})
+  return table.get(name)
+
+
+def per_shard(prim, params, args):
+  """The result of an eager elementwise ``prim`` on sharded ``args`` computed shard by
+  shard on each device's stream (a sharded Array whose shards may still be pending), or
+  None when the operation does not qualify."""
+  if prim.multiple_results or prim.name not in _PER_SHARD:
+    return None
+  from pyjax._src import config as _config
+  if _config.debug_special:
+    return None
+  first = None
+  avals = []
+  for x in args:
+    if isinstance(x, ShardedArrayImpl):
+      if first is None:
+        first = x
+      elif x._sharding != first._sharding or x.aval.shape != first.aval.shape:
+        return None
+      avals.append(x.aval)
+    elif isinstance(x, ArrayImpl):
+      if x.aval.shape:
+        return None
+      avals.append(x.aval)
+    else:
+      from pyjax._src.runtime.dispatch import _to_numpy
+      try:
+        b, a = _to_numpy(x)
+      except Exception:
+        return None
+      if a.shape:
+        return None
+      avals.append(a)
+  out_aval = prim._abstract_eval(*avals, **params)
+  if out_aval.shape != first.aval.shape:
+    return None
+  from pyjax._src.runtime import stream as _stream
+  from pyjax._src.runtime.dispatch import _to_numpy
+  scalars = [None if isinstance(x, ShardedArrayImpl) else
+             (x._data() if isinstance(x, ArrayImpl) else _to_numpy(x)[0]) for x in args]
+  dtype = out_aval.dtype
+  outs = []
+  for k, shard in enumerate(first._shards):
+    dev = shard._device
+    impl = _eager_impl(dev, prim.name)
+    if impl is None:
+      return None
+    bufs = [x._shards[k]._buf if s is None else s for x, s in zip(args, scalars)]
+
+    def work(*bs, impl=impl):
+      o = impl(*bs, **params)
+      return [o if type(o) is np.ndarray and o.dtype == dtype else np.asarray(o, dtype=dtype)]
+    work.__name__ = f"{prim.name} (one shard)"
+    shard_aval = ShapedArray(shard.aval.shape, dtype, out_aval.weak_type)
+    if _stream.in_worker():
+      res = work(*[b.result() if type(b) is PendingBuffer else b for b in bufs])[0]
+    else:
+      res = dev.stream.submit(work, bufs, 1)[0]
+    outs.append(ArrayImpl(res, shard_aval, dev, True))
+  return ShardedArrayImpl(out_aval, first._sharding, outs)
