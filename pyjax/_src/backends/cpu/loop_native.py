@@ -11,7 +11,9 @@ loops-in-C path, ``compiler/loops.py``) and its library comes from the compiler'
 When the loop runs in C:
 
 - its library is in the memory or disk cache (``cache.is_cached``): at once -- lowering
-  the equation costs about a millisecond per body equation, loading the library less;
+  the equation costs a fraction of a millisecond per body equation, loading the library
+  less (so only loops of at least ``_MIN_TRIPS`` iterations whose plan would take at
+  least ``_WORTH_US`` are considered);
 - otherwise, when the plan would take longer than a C compile (estimated from the trip
   count, the body's equations and the elements they write): built now, on the calling
   thread (``PYJAX_COMPILE=sync`` always builds now);
@@ -35,6 +37,7 @@ LOOP_PRIMS = frozenset({"scan", "while"})
 _EQN_US = 1.5            # the plan's cost per body equation per iteration (µs), about
 _ELEMENT_US = 0.002      # ... and per element written
 _WORTH_US = 5_000.0      # a loop whose plan takes less stays on the plan (lowering costs)
+_MIN_TRIPS = 200         # ... and one of fewer iterations (lowering: ~0.3 ms per equation)
 _BUILD_US = 400_000.0    # a C compile of a small loop, about: build now when the plan is slower
 
 stats = {"native": 0, "plan": 0, "builds": 0, "background": 0}
@@ -160,8 +163,9 @@ def eqn_impl(eqn, numpy_impl):
   params = dict(eqn.params)
   loop = _Loop(eqn)
   if name == "scan":
-    est = plan_estimate_us(params["jaxpr"], int(params["length"]))
-    if est < _WORTH_US:
+    trips = int(params["length"])
+    est = plan_estimate_us(params["jaxpr"], trips)
+    if est < _WORTH_US or trips < _MIN_TRIPS:
       return None
 
     def run_scan(*bufs):

@@ -14,8 +14,9 @@ Both operations are exact (integer arithmetic; a correctly rounded fused multipl
 so the kernel's bits are the NumPy implementation's and the native tier's: unlike
 ``tier_native``'s transcendental kernels, no tier depends on them for determinism.  A
 missing library is therefore built on the compiler's background thread while the NumPy
-implementation serves (``PYJAX_COMPILE=sync``: on the calling thread; ``off``: never), and
-kept in the compiler's caches (memory and disk), so a machine builds each once.
+implementation serves (``PYJAX_COMPILE=sync``, or when the disk cache has it: on the
+calling thread; ``off``: never), and kept in the compiler's caches (memory and disk), so a
+machine builds each once.
 ``PYJAX_TIER_RANDOM=0`` turns this off.
 """
 from __future__ import annotations
@@ -49,6 +50,20 @@ def _load(key):
   return _en._load(key, name, {}, in_dtypes, out_dtype, classes)
 
 
+def _on_disk(key):
+  """Whether the library for ``key`` is in the compiler's caches (loading it is cheap)."""
+  from pyjax._src.backends.cpu.compiler import build, cache
+  tc = build.toolchain()
+  if tc is None:
+    return False
+  name, in_dtypes, out_dtype, classes = key
+  try:
+    src = _en.library_source(name, {}, in_dtypes, out_dtype, classes, tc)
+  except Exception:  # noqa: BLE001  -- unsupported: _load says so
+    return True
+  return cache.is_cached(src, tc)
+
+
 def _kernel(name, in_dtypes, out_dtype, classes):
   """The entry for this key, or None (building, or impossible)."""
   key = (name, in_dtypes, out_dtype, classes)
@@ -63,7 +78,7 @@ def _kernel(name, in_dtypes, out_dtype, classes):
     if key in _kernels:
       return _kernel(name, in_dtypes, out_dtype, classes)
     _kernels[key] = _BUILDING
-  if mode != "sync":
+  if mode != "sync" and not _on_disk(key):
     executable.submit(lambda: _kernels.__setitem__(key, _load(key)))
     return None
   fn = _kernels[key] = _load(key)
