@@ -122,7 +122,8 @@ def run_cases(jax, jnp, lax, NamedSharding, P, AxisType, cases, mesh_cases):
 @pytest.fixture(scope="module")
 def oracle():
   return jax_oracle(_RUN + f"\nout['cases'] = run_cases(jax, jnp, lax, NamedSharding, P, "
-                    f"AxisType, {_CASES!r}, {_MESH_CASES!r})\n" + _GRAD)
+                    f"AxisType, {_CASES!r}, {_MESH_CASES!r})\n" + _GRAD + _TYPEOF
+                    + "\nout['typeof'] = typeof_in_jit(jax, jnp)\n")
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +162,27 @@ def test_jit_sharded_is_bit_identical():
   assert r.sharding.spec == P("x")
   assert [s.index for s in r.addressable_shards][:2] == [(slice(0, 2),), (slice(0, 2),)]
   np.testing.assert_array_equal(np.asarray(r), np.asarray(pyjax.jit(f)(x)))
+
+
+_TYPEOF = r"""
+def typeof_in_jit(jax, jnp):
+  NS, PS = jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+  m = jax.make_mesh((4, 2), ('x', 'y'))
+  a = jax.device_put(np.arange(32.).reshape(8, 4), NS(m, PS('x', 'y')))
+  seen = []
+  def f(v):
+    w = (v[None] * 2.0).reshape(8, 4).T
+    seen.extend(str(jax.typeof(t)) for t in (v, v.sum(1), v[None] * 1.0, w, v @ jnp.ones((4, 3))))
+    return w
+  jax.jit(f)(a)
+  return seen
+"""
+
+
+def test_typeof_inside_jit_matches_jax(oracle):
+  ns = {"np": np}
+  exec(_TYPEOF, ns)
+  assert ns["typeof_in_jit"](pyjax, jnp) == oracle["typeof"]
 
 
 # --- grad / vjp of shard_map and pmap (Auto mesh) ------------------------------------------

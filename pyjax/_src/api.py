@@ -694,6 +694,7 @@ class JitWrapped:
     out_tree_box = []
 
     def flat_fun(*leaves):
+      _jit_sharding.note_trace(tree_util.tree_leaves((s_args, s_kwargs)), leaves)
       a, k = in_tree.unflatten(leaves)
       a = [x.val if type(x) is _Static else x for x in a]
       k = {n: (v.val if type(v) is _Static else v) for n, v in k.items()}
@@ -1328,6 +1329,10 @@ def typeof(x):
   typed = getattr(x, "_typed_aval", None)
   if typed is not None and isinstance(x, ArrayImpl):   # a sharded Array: its sharding type
     return typed()
+  if isinstance(x, core.Tracer):   # in a jit of sharded arguments: the derived type
+    typed = _jit_sharding.typeof_tracer(x)
+    if typed is not None:
+      return typed
   try:
     return core.get_aval(x)
   except TypeError:

@@ -360,3 +360,45 @@ def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
       out = f(*reshard(args, in_s), **kwargs)
     return tree_util.tree_map(lambda o: _to_mesh(o, cur), out)
   return wrapped
+
+
+# --- jax.typeof inside jit ---------------------------------------------------------------
+_typed_traces = weakref.WeakKeyDictionary()   # StagingInterpreter -> (mesh, {var: spec})
+
+
+def note_trace(values, tracers):
+  """At the start of a jit trace: remember the sharding types of the arguments that are
+  sharded Arrays (``values``, one per argument tracer in ``tracers``)."""
+  sharded = [(v, t) for v, t in zip(values, tracers)
+             if isinstance(v, _sharded.ShardedArrayImpl)]
+  if not sharded:
+    return
+  mesh = _mesh_of([v._sharding for v, _ in sharded])
+  if mesh is None:
+    return
+  interp = core.current_interpreter()
+  env = {t.var: _types.spec_of(v._sharding, len(v.aval.shape)) for v, t in sharded
+         if getattr(v._sharding, "mesh", None) == mesh and getattr(t, "_trace", None) is interp}
+  try:
+    _typed_traces[interp] = (mesh, env)
+  except TypeError:
+    pass
+
+
+def typeof_tracer(x):
+  """``jax.typeof`` of a jit tracer whose trace started from sharded arguments: its aval
+  with the sharding type the rules derive from the equations recorded so far (None when
+  the trace has no sharded arguments)."""
+  interp = getattr(x, "_trace", None)
+  try:
+    hit = _typed_traces.get(interp)
+  except TypeError:
+    return None
+  var = getattr(x, "var", None)
+  if hit is None or var is None:
+    return None
+  mesh, env = hit
+  read = _types.walk_eqns(_types._Ctx(mesh), interp.eqns, dict(env))
+  a = x.aval
+  return _sharded.TypedShapedArray(a.shape, a.dtype, a.weak_type,
+                                   _sh.NamedSharding(mesh, _types.to_spec(read(var))))

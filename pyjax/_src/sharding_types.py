@@ -24,8 +24,9 @@ below, one per primitive family, walking a jaxpr (``jaxpr_out_specs``: the outpu
 
 Differs from JAX: over Auto axes XLA may choose other layouts than these rules (values
 are the same); primitives without a rule give replicated results where JAX might keep a
-sharding or raise ``ShardingTypeError``; ``jax.typeof`` inside ``jit`` shows no sharding
-(tracers carry none).
+sharding or raise ``ShardingTypeError``; inside ``jit`` the type ``jax.typeof`` shows is
+derived from the equations recorded so far (tracers carry none), only in the outermost
+jit of sharded arguments.
 """
 from __future__ import annotations
 
@@ -311,19 +312,22 @@ def _eqn_rule(ctx, eqn, in_specs):
   return [((),) * len(o.shape) for o in out_avals]
 
 
-def _walk(ctx, jaxpr, in_specs):
-  env = {}
-  for v, s in zip(jaxpr.invars, in_specs):
-    env[v] = s
-
+def walk_eqns(ctx, eqns, env):
+  """Extend ``env`` (var -> per-dimension axis tuples) over ``eqns``; returns a reader
+  (unsharded for variables it does not know)."""
   def read(v):
     s = env.get(v) if not hasattr(v, "val") else None
     return s if s is not None else ((),) * len(v.aval.shape)
 
-  for eqn in jaxpr.eqns:
+  for eqn in eqns:
     outs = _eqn_rule(ctx, eqn, [read(v) for v in eqn.invars])
     for v, s in zip(eqn.outvars, outs):
       env[v] = s
+  return read
+
+
+def _walk(ctx, jaxpr, in_specs):
+  read = walk_eqns(ctx, jaxpr.eqns, dict(zip(jaxpr.invars, in_specs)))
   return [read(v) for v in jaxpr.outvars]
 
 
