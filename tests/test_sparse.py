@@ -156,6 +156,9 @@ def test_jaxprs_match_jax():
   ours = pyjax.make_jaxpr(f(sparse.BCOO))(s.data, s.indices)
   theirs = jax.make_jaxpr(f(js.BCOO))(np.asarray(s.data), np.asarray(s.indices))
   assert str(ours) == str(theirs)
+  def h(mod):
+    return lambda m: mod.BCOO.fromdense(m, nse=5, index_dtype=np.int16).T.todense()
+  assert str(pyjax.make_jaxpr(h(sparse))(A)) == str(jax.make_jaxpr(h(js))(A))
   g = str(pyjax.make_jaxpr(pyjax.grad(f(sparse.BCOO)))(s.data, s.indices))
   assert "bcoo_dot_general_sampled" in g and "bcoo_todense" not in g
 

@@ -153,6 +153,9 @@ def _fromdense_jvp(primals, tangents, **params):
 
 
 ad.primitive_jvps[bcoo_fromdense_p] = _fromdense_jvp
+# JAX's jaxprs show the index dtype as the NumPy scalar type ("<class 'numpy.int32'>")
+bcoo_fromdense_p.param_printer = lambda params: dict(
+    params, index_dtype=repr(np.dtype(params["index_dtype"]).type))
 
 
 def _fromdense_batch(args, dims, *, nse, n_batch, n_dense, index_dtype):
