@@ -58,9 +58,38 @@ if _ONLY:
       items[:] = [it for it in items if it.nodeid in keep]
 
 
+# The JAX oracle compiles an XLA program for nearly every op it runs, eagerly too, and those
+# compiles are most of the suite's time.  Its persistent compilation cache (shared by the
+# pytest workers under a file lock, kept across runs) makes a repeated oracle computation
+# a load: CI's slow and compiled passes repeat the default run's.  Set
+# PYJAX_TEST_JAX_CACHE to choose the folder, or to '' to turn it off.
+_ORACLE_CACHE = os.environ.get("PYJAX_TEST_JAX_CACHE")
+if _ORACLE_CACHE is None:
+  _ORACLE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                               "pyjax", "jax-oracle-xla")
+_oracle_cache_set = [not _ORACLE_CACHE]
+
+
+def _use_oracle_cache():
+  real_jax = sys.modules.get("jax")
+  if real_jax is None or _oracle_cache_set[0] or real_jax.__name__ != "jax":
+    return
+  _oracle_cache_set[0] = True
+  try:
+    import filelock  # noqa: F401  (JAX locks the cache with it when a size limit is set)
+  except ImportError:
+    return
+  cfg = real_jax.config
+  cfg.update("jax_compilation_cache_dir", _ORACLE_CACHE)
+  cfg.update("jax_compilation_cache_max_size", 4 << 30)
+  cfg.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  cfg.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 @pytest.fixture(autouse=True)
 def _restore_x64():
   """No test leaks ``jax_enable_x64`` into the next one (in pyjax or in the JAX oracle)."""
+  _use_oracle_cache()
   prev = pyjax.config.jax_enable_x64
   yield
   if pyjax.config.jax_enable_x64 != prev:
