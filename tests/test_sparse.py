@@ -313,3 +313,17 @@ def test_indexing_matches_jax(ref):
   _same(sparse.BCOO.fromdense(x, n_batch=1)[1, 2:, ::2].todense(), x[1, 2:, ::2])
   with pytest.raises(IndexError):
     s[5]
+
+
+def test_dtypes_and_empty_layouts():
+  m = sparse.BCOO.fromdense(jnp.asarray(A, jnp.bfloat16))
+  out = m @ jnp.asarray(B, jnp.bfloat16)
+  assert out.dtype == jnp.bfloat16
+  np.testing.assert_allclose(np.asarray(out, np.float32), A @ B, rtol=0.05, atol=0.05)
+  c = (A + 1j * A).astype(np.complex64)
+  _same(sparse.BCOO.fromdense(c) @ B[:, 0].astype(np.complex64), c @ B[:, 0].astype(np.complex64))
+  _same(sparse.BCOO.fromdense(A != 0).todense(), A != 0)
+  z = sparse.BCOO.fromdense(np.zeros((3, 4), np.float32))
+  assert z.nse == 0 and z.sum_duplicates().nse == 0
+  _same(z @ np.ones(4, np.float32), np.zeros(3, np.float32))
+  _same((z @ z.T).todense(), np.zeros((3, 3), np.float32))

@@ -437,7 +437,7 @@ def _count_unique(indices, shape):
   """The largest number of distinct in-bounds indices of any batch element."""
   n_batch = indices.ndim - 2
   nse, n_sparse = indices.shape[-2:]
-  idx = indices.reshape(-1, nse, n_sparse)
+  idx = indices.reshape(math.prod(indices.shape[:-2]), nse, n_sparse)
   bound = np.asarray(shape[n_batch:n_batch + n_sparse])
   ok = np.all((idx >= 0) & (idx < bound), axis=-1)
   return max((len(np.unique(i[k], axis=0)) for i, k in zip(idx, ok)), default=0)

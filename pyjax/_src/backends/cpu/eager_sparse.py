@@ -171,7 +171,7 @@ def _batched_order(indices, shape, out_of_bounds_last):
   replaced by the fill value ``shape`` so they sort last when asked)."""
   n_batch = indices.ndim - 2
   nse, n_sparse = indices.shape[-2:]
-  idx = indices.reshape(-1, nse, n_sparse)
+  idx = indices.reshape(math.prod(indices.shape[:-2]), nse, n_sparse)
   if out_of_bounds_last:
     fill = np.asarray(shape[n_batch:n_batch + n_sparse], idx.dtype)
     oob = np.any((idx < 0) | (idx >= fill), axis=-1, keepdims=True)
@@ -245,7 +245,7 @@ def bcoo_sum_duplicates(data, indices, *, spinfo, nse):
   nb = math.prod(bshape)
   d = data.reshape((nb, data.shape[n_batch]) + dense)
   inv = np.broadcast_to(inverse.reshape(ibshape + inverse.shape[1:]),
-                        bshape + inverse.shape[1:]).reshape(nb, -1)
+                        bshape + inverse.shape[1:]).reshape(nb, inverse.shape[1])
   rows = np.broadcast_to(np.arange(nb)[:, None], inv.shape)
   keep = inv < nse
   lin = (rows * nse + inv)[keep]
@@ -255,6 +255,15 @@ def bcoo_sum_duplicates(data, indices, *, spinfo, nse):
 
 
 # --- products -------------------------------------------------------------------------------
+def _compute_dtype(dt):
+  """Products of half-precision or bfloat16 operands are computed in float32 (the
+  dispatcher rounds the result to the output dtype), as XLA's CPU dots do."""
+  dt = np.dtype(dt)
+  if dt.kind not in "biufc" or (dt.kind == "f" and dt.itemsize < 4):
+    return np.dtype(np.float32)
+  return dt
+
+
 _LETTERS = "abcdefghijklmopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -287,8 +296,8 @@ def bcoo_dot_general(lhs_data, lhs_indices, rhs, *, dimension_numbers, lhs_spinf
                      preferred_element_type):
   (lc, rc), (lb, rb) = dimension_numbers
   shape = tuple(lhs_spinfo.shape)
-  out_dtype = np.result_type(lhs_data.dtype, rhs.dtype) if preferred_element_type is None \
-      else np.dtype(preferred_element_type)
+  out_dtype = _compute_dtype(np.result_type(lhs_data.dtype, rhs.dtype)
+                             if preferred_element_type is None else preferred_element_type)
   coords, vals, valid, n_batch = _flatten(lhs_data, lhs_indices, shape)
   coords, vals = _in_bounds(coords, vals, valid)
   k = coords.shape[1]                      # lhs dims k.. are dense (stored in vals)
@@ -335,7 +344,7 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
               + [("b", d) for d in b_free])
   out_shape = ([a.shape[d] for d in ba] + [a.shape[d] for d in a_free]
                + [b.shape[d] for d in b_free])
-  out_dtype = np.result_type(a.dtype, b.dtype)
+  out_dtype = _compute_dtype(np.result_type(a.dtype, b.dtype))
   n_batch = indices.ndim - 2
   nse, n_sparse = indices.shape[-2:]
   k = n_batch + n_sparse
@@ -393,8 +402,8 @@ def bcoo_spdot_general(lhs_data, lhs_indices, rhs_data, rhs_indices, *, lhs_spin
   to ``min(lhs.nse * rhs.nse, dense size)`` (JAX's layout)."""
   (lc, rc), _ = dimension_numbers
   ls, rs = tuple(lhs_spinfo.shape), tuple(rhs_spinfo.shape)
-  out_dtype = np.dtype(preferred_element_type) if preferred_element_type is not None \
-      else np.result_type(lhs_data.dtype, rhs_data.dtype)
+  out_dtype = _compute_dtype(preferred_element_type if preferred_element_type is not None
+                             else np.result_type(lhs_data.dtype, rhs_data.dtype))
   lcoo, lv, lok, _ = _flatten(lhs_data, lhs_indices, ls)
   rcoo, rv, rok, _ = _flatten(rhs_data, rhs_indices, rs)
   lcoo, lv = _in_bounds(lcoo, lv, lok)
