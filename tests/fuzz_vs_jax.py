@@ -20,9 +20,12 @@ matched against ``EXPLAINED`` (each entry names its reason, as ``docs/difference
 does); the rest are "unexplained".
 
     python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64] [--tiers numpy,native]
+                                [--batch 16] [--progress]
 
 runs a long campaign and prints the tally (``tests/test_fuzz_vs_jax.py`` runs a fixed-seed
-slice in CI).
+slice in CI).  ``--batch`` programs run as one jitted function (their tuple of results), so
+one XLA compile and one C build serve them all; the local checks of a batch are one more
+jitted function.  On one core a program costs about 0.5 s of CPU time.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import collections
 import os
 import random
 import sys
+import tempfile
 import traceback
 
 import ml_dtypes
@@ -539,13 +543,17 @@ def _run_tier(progs, pyjax_mod, tier):
     return [_run_tier([p], pyjax_mod, tier)[0] for p in progs]
 
 
-def _compare(prog, tier, got, ref, jax_mod):
-  """Mismatches between pyjax's results ``got`` on ``tier`` and JAX's ``ref`` for one
-  program; a differing value is re-checked locally (its op on JAX with pyjax's inputs)."""
+_Candidate = collections.namedtuple("_Candidate", "prog tier value op params ins got ref idx")
+
+
+def _differences(prog, tier, got, ref):
+  """Compare pyjax's results ``got`` on ``tier`` with JAX's ``ref`` for one program:
+  (mismatches decided here -- exceptions, dtypes, weak types, shapes --, values that differ
+  and need the local check)."""
   if isinstance(got, Exception):
     return [Mismatch(prog, tier, None, None, "exception",
-                     f"{type(got).__name__}: {got}"[:300], None)]
-  out = []
+                     f"{type(got).__name__}: {got}"[:300], None)], []
+  out, cands = [], []
   n_in = len(prog.inputs)
   pvals = [_to_np(a) for a in prog.inputs] + [g[0] for g in got]
   for k, ((g, gdt, gweak), (r, rdt, rweak)) in enumerate(zip(got, ref)):
@@ -558,59 +566,90 @@ def _compare(prog, tier, got, ref, jax_mod):
                           explain(name, ins, g, p)))
       continue
     ok, idx = _same(g, r)
-    if ok:
-      continue
-    # local check: the op on JAX with pyjax's own inputs
-    xs = [jax_mod.numpy.asarray(pvals[i]) for i in args]
-    try:
-      with _quiet():
-        local = _to_np(jax_mod.jit(lambda *v: OPS[name][2](jax_mod.numpy, jax_mod.lax, p,
-                                                           *v))(*xs))
-      ok_local, idx_local = _same(g, local)
-    except Exception:   # noqa: BLE001
-      ok_local, idx_local, local = False, idx, r
+    if not ok:
+      cands.append(_Candidate(prog, tier, n_in + k, name, p, ins, g, r, idx))
+  return out, cands
+
+
+def _local_refs(cands, jax_mod):
+  """The local check of differing values: each one's op on JAX with pyjax's own inputs, all
+  in one jitted function (one compile); None where JAX fails on the op alone."""
+  if not cands:
+    return []
+  ops = [(OPS[c.op][2], c.params) for c in cands]
+
+  def f(*groups):
+    return tuple(fn(jax_mod.numpy, jax_mod.lax, p, *xs) for (fn, p), xs in zip(ops, groups))
+  try:
+    with _quiet():
+      return [_to_np(r) for r in jax_mod.jit(f)(*[tuple(c.ins) for c in cands])]
+  except Exception:   # noqa: BLE001
+    if len(cands) == 1:
+      return [None]
+    return [_local_refs([c], jax_mod)[0] for c in cands]
+
+
+def _judge(c, local):
+  """The Mismatch of candidate ``c`` given its local reference, or None when pyjax agrees
+  with JAX on its own inputs (the difference was amplified from a tolerated upstream one)."""
+  g, idx = c.got, c.idx
+  if local is not None:
+    ok_local, idx_local = _same(g, local)
     if ok_local:
-      continue   # amplified from an upstream difference within tolerance
-    idx = idx_local if idx_local is not None else idx
-    detail = (f"at {idx}: pyjax {g[idx] if idx is not None else g!r} vs JAX "
-              f"{local[idx] if idx is not None else local!r}; inputs "
-              + ", ".join(f"{a.dtype}{list(a.shape)}" + (
-                  f"={a[idx] if idx is not None and a.shape == g.shape else ''}")
-                  for a in ins))
-    if sum(a.size for a in ins) <= 64:
-      detail += "\n    op inputs: " + "; ".join(repr(a.tolist()) for a in ins)
-    out.append(Mismatch(prog, tier, n_in + k, name, "value", detail,
-                        explain(name, ins, g, p)))
-  return out
+      return None
+  else:
+    idx_local, local = idx, c.ref
+  idx = idx_local if idx_local is not None else idx
+  detail = (f"at {idx}: pyjax {g[idx] if idx is not None else g!r} vs JAX "
+            f"{local[idx] if idx is not None else local!r}; inputs "
+            + ", ".join(f"{a.dtype}{list(a.shape)}" + (
+                f"={a[idx] if idx is not None and a.shape == g.shape else ''}")
+                for a in c.ins))
+  if sum(a.size for a in c.ins) <= 64:
+    detail += "\n    op inputs: " + "; ".join(repr(a.tolist()) for a in c.ins)
+  return Mismatch(c.prog, c.tier, c.value, c.op, "value", detail,
+                  explain(c.op, c.ins, g, c.params))
 
 
-def check_batch(progs, jax_mod, pyjax_mod, tiers=("numpy", "native")):
+def check_batch(progs, jax_mod, pyjax_mod, tiers=("numpy", "native"), tally=None):
   """Run the programs ``progs`` (same x64 mode) as ONE jitted function on JAX and on each
-  pyjax tier; returns one list of Mismatch per program, attributed to its program, value
-  and op exactly as ``check`` does for a program alone.  A program JAX fails on alone is
-  returned as None (a harness error)."""
+  pyjax tier; returns one list of Mismatch per program (by tier, then value), attributed
+  to its program, value and op as for a program alone; the local checks of the whole batch
+  are one more jitted function.  A program JAX fails on alone is returned as None (a
+  harness error).  ``tally`` (a Counter) counts the amplified differences per tier."""
   x64 = progs[0].x64
   assert all(p.x64 == x64 for p in progs)
   jax_mod.config.update("jax_enable_x64", x64)
   pyjax_mod.config.update("jax_enable_x64", x64)
   refs = _run_ref(progs, jax_mod)
   out = [[] if r is not None else None for r in refs]
+  where = {id(p): i for i, p in enumerate(progs)}
+  cands = []
   for tier in tiers:
     gots = _run_tier(progs, pyjax_mod, tier)
     for i, (prog, got, ref) in enumerate(zip(progs, gots, refs)):
       if ref is not None:
-        out[i] += _compare(prog, tier, got, ref, jax_mod)
+        ms, cs = _differences(prog, tier, got, ref)
+        out[i] += ms
+        cands += cs
+  for c, local in zip(cands, _local_refs(cands, jax_mod)):
+    m = _judge(c, local)
+    if m is not None:
+      out[where[id(c.prog)]].append(m)
+    elif tally is not None:
+      tally[f"amplified [{c.tier}]"] += 1
+  order = {t: n for n, t in enumerate(tiers)}
+  for ms in out:
+    if ms:
+      ms.sort(key=lambda m: (order[m.tier], -1 if m.value is None else m.value))
   return out
 
 
 def check(prog, jax_mod, pyjax_mod, tiers=("numpy", "native")):
   """Run ``prog`` on JAX and on each pyjax tier; returns a list of Mismatch."""
-  jax_mod.config.update("jax_enable_x64", prog.x64)
-  ref = _run_ref([prog], jax_mod)[0]
-  pyjax_mod.config.update("jax_enable_x64", prog.x64)
-  out = []
-  for tier in tiers:
-    out += _compare(prog, tier, _run_tier([prog], pyjax_mod, tier)[0], ref, jax_mod)
+  out = check_batch([prog], jax_mod, pyjax_mod, tiers)[0]
+  if out is None:
+    raise RuntimeError(f"JAX failed on program {prog.seed}")
   return out
 
 
@@ -625,7 +664,7 @@ def check_tiers_batch(progs, pyjax_mod):
     if isinstance(ref, Exception):
       raise ref
     if isinstance(got, Exception):
-      out.append(_compare(prog, "native", got, None, None))
+      out.append(_differences(prog, "native", got, None)[0])
       continue
     ms = []
     for k, ((g, gdt, gw), (r, rdt, rw)) in enumerate(zip(got, ref)):
@@ -658,6 +697,10 @@ def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None
   tally = collections.Counter()
   unexplained = []
   t0 = time.monotonic()
+  # every redrawn op raises inside JAX: its traceback filtering (a path comparison per
+  # frame) cost more than drawing the program
+  filtering = ref.config.jax_traceback_filtering
+  ref.config.update("jax_traceback_filtering", "off")
   for lo in range(seed, seed + n, batch):
     seeds = range(lo, min(lo + batch, seed + n))
     ref.config.update("jax_enable_x64", x64)
@@ -665,7 +708,7 @@ def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None
     tally["programs"] += len(progs)
     tally["ops"] += sum(len(p.ops) for p in progs)
     try:
-      results = (check_batch(progs, ref, pyjax, tiers) if oracle == "jax"
+      results = (check_batch(progs, ref, pyjax, tiers, tally) if oracle == "jax"
                  else check_tiers_batch(progs, pyjax))
     except Exception:   # noqa: BLE001 -- a fuzzer bug or a JAX failure: count, keep going
       tally["harness errors"] += len(progs)
@@ -696,6 +739,7 @@ def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None
       print(f"seeds {seeds.start}..{seeds.stop - 1} x64={x64} "
             f"{time.monotonic() - t0:.0f}s {dict(tally)}", file=progress, flush=True)
   ref.config.update("jax_enable_x64", False)
+  ref.config.update("jax_traceback_filtering", filtering)
   pyjax.config.update("jax_enable_x64", False)
   return tally, unexplained
 
@@ -713,8 +757,15 @@ def main(argv=None):
                   help="a line per batch on stderr (seeds, seconds, tally)")
   ap.add_argument("--oracle", choices=["jax", "tiers"], default="jax",
                   help="tiers: no JAX; pyjax's native tier against its NumPy tier")
+  ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
+                                                      "pyjax-fuzz-cache"),
+                  help="pyjax's compile cache for the campaign, without a size bound: the "
+                       "bounded cache rescans its directory after every write, and every "
+                       "program is new code")
   a = ap.parse_args(argv)
   os.environ.setdefault("PYJAX_COMPILE", "off")
+  os.environ["PYJAX_CACHE_DIR"] = a.cache_dir
+  os.environ["PYJAX_CACHE_MAX_SIZE"] = "-1"
   tally, bad = campaign(a.programs, a.seed, a.x64, tuple(a.tiers.split(",")), a.ops,
                         log=sys.stdout, oracle=a.oracle, batch=a.batch,
                         progress=sys.stderr if a.progress else None)
