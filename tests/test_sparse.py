@@ -327,3 +327,17 @@ def test_dtypes_and_empty_layouts():
   assert z.nse == 0 and z.sum_duplicates().nse == 0
   _same(z @ np.ones(4, np.float32), np.zeros(3, np.float32))
   _same((z @ z.T).todense(), np.zeros((3, 3), np.float32))
+
+
+def test_update_layout():
+  x = np.stack([A, -A]).reshape(2, 5, 3, 2)
+  for src, dst in [((0, 0), (1, 1)), ((2, 1), (0, 0)), ((1, 0), (0, 2)), ((0, 2), (2, 0))]:
+    m = sparse.BCOO.fromdense(x, n_batch=src[0], n_dense=src[1])
+    o = m.update_layout(n_batch=dst[0], n_dense=dst[1], on_inefficient=None)
+    assert (o.n_batch, o.n_dense) == dst
+    _same(o.todense(), x)
+  m = sparse.BCOO.fromdense(x)
+  with pytest.raises(sparse.SparseEfficiencyError, match="increasing n_batch from 0 to 1"):
+    m.update_layout(n_batch=1)
+  with pytest.warns(sparse.SparseEfficiencyWarning):
+    m.update_layout(n_dense=1, on_inefficient="warn")

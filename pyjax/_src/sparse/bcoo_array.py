@@ -163,6 +163,12 @@ class BCOO:
       return bcoo_eliminate_zeros(self, nse=nse)
     return bcoo_sum_duplicates(self, nse=nse)
 
+  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error"):
+    """Change ``n_batch`` / ``n_dense`` (``bcoo_update_layout``)."""
+    from pyjax._src.sparse.layout import bcoo_update_layout
+    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                              on_inefficient=on_inefficient)
+
   def sort_indices(self):
     """A copy with indices sorted lexicographically (per batch)."""
     return bcoo_sort_indices(self)

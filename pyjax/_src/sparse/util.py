@@ -66,3 +66,16 @@ def vmapped_shape(shape, ndim, leading):
   if len(shape) < ndim:
     return tuple(leading[:ndim - len(shape)]) + shape
   return shape
+
+
+class SparseEfficiencyError(ValueError):
+  """A layout change would store (many) explicit zeros."""
+
+
+class SparseEfficiencyWarning(UserWarning):
+  """Warning form of ``SparseEfficiencyError``."""
+
+
+class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
+  """JAX's warning for cuSPARSE fallbacks (kept for name compatibility; pyjax has no
+  cuSPARSE path)."""
