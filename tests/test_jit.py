@@ -664,3 +664,12 @@ def test_numpy_scalar_arguments_on_the_hit_path_match_jax(scalar):
   ref = g(x, scalar)
   assert r.dtype == ref.dtype and r.weak_type == ref.weak_type
   np.testing.assert_array_equal(np.asarray(r), np.asarray(ref))
+
+
+def test_array_methods_on_jit_tracers():
+  # the tracer's own fields must not shadow Array methods (``var`` was the jaxpr variable)
+  x = np.arange(12, dtype=np.float32).reshape(4, 3)
+  got = jit(lambda z: (z.var(0), z.std(1), z.mean(), z.sum(0), z.max(1)))(jnp.asarray(x))
+  want = (x.var(0), x.std(1), x.mean(), x.sum(0), x.max(1))
+  for g, w in zip(got, want):
+    np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6)

@@ -839,13 +839,14 @@ def jaxpr_as_fun(closed):
 
 # --- staging: record equations into a jaxpr --------------------------------------------
 class StagingTracer(Tracer):
-  __slots__ = ("_aval", "var")
+  # the jaxpr variable is ``_var``: ``var`` is the array method (``x.var(0)`` under jit)
+  __slots__ = ("_aval", "_var")
   jax_name = "DynamicJaxprTracer"
 
   def __init__(self, trace, aval, var):
     self._trace = trace
     self._aval = aval
-    self.var = var
+    self._var = var
 
   @property
   def aval(self):
@@ -877,7 +878,7 @@ class StagingInterpreter(Interpreter):
 
   def to_atom(self, x):
     if isinstance(x, StagingTracer) and x._trace is self:
-      return x.var
+      return x._var
     t = type(x)
     if t in dtypes.python_scalar_types:
       aval = scalar_aval(x)
@@ -926,7 +927,7 @@ class StagingInterpreter(Interpreter):
     if src is None:
       return ""
     origin = f"The error occurred while tracing the function {src} for {dbg.traced_for}. "
-    var = getattr(tracer, "var", None)
+    var = getattr(tracer, "_var", None)
     if var is None:
       return origin
     active = {var}
@@ -1028,7 +1029,7 @@ def raise_escaped_tracer(x):
   if src is not None:
     msg.append(f"The function being traced when the value leaked was {src} traced for "
                f"{dbg.traced_for}.")
-    var = getattr(x, "var", None)
+    var = getattr(x, "_var", None)
     created = ""
     for eqn in getattr(trace, "eqns", ()):
       if var is not None and var in eqn.outvars:

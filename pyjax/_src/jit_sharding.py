@@ -377,7 +377,7 @@ def note_trace(values, tracers):
   if mesh is None:
     return
   interp = core.current_interpreter()
-  env = {t.var: _types.spec_of(v._sharding, len(v.aval.shape)) for v, t in sharded
+  env = {t._var: _types.spec_of(v._sharding, len(v.aval.shape)) for v, t in sharded
          if getattr(v._sharding, "mesh", None) == mesh and getattr(t, "_trace", None) is interp}
   try:
     _typed_traces[interp] = (mesh, env)
@@ -394,7 +394,7 @@ def typeof_tracer(x):
     hit = _typed_traces.get(interp)
   except TypeError:
     return None
-  var = getattr(x, "var", None)
+  var = getattr(x, "_var", None)
   if hit is None or var is None:
     return None
   mesh, env = hit
