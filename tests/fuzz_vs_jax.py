@@ -757,11 +757,11 @@ def main(argv=None):
                   help="a line per batch on stderr (seeds, seconds, tally)")
   ap.add_argument("--oracle", choices=["jax", "tiers"], default="jax",
                   help="tiers: no JAX; pyjax's native tier against its NumPy tier")
-  ap.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(),
-                                                      "pyjax-fuzz-cache"),
-                  help="pyjax's compile cache for the campaign, without a size bound: the "
-                       "bounded cache rescans its directory after every write, and every "
-                       "program is new code")
+  ap.add_argument("--cache-dir", default=os.environ.get("PYJAX_CACHE_DIR") or os.path.join(
+                      tempfile.gettempdir(), "pyjax-fuzz-cache"),
+                  help="pyjax's compile cache for the campaign (default $PYJAX_CACHE_DIR, "
+                       "else a directory of its own), without a size bound: the bounded "
+                       "cache rescans its directory after every write")
   a = ap.parse_args(argv)
   os.environ.setdefault("PYJAX_COMPILE", "off")
   os.environ["PYJAX_CACHE_DIR"] = a.cache_dir
