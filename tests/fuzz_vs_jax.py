@@ -476,6 +476,11 @@ EXPLAINED = [
      "vector-vector dot with a bool operand: XLA decomposes it into a multiply and a sum and "
      "turns the multiply by the converted bool into a select (NaN . False = 0); pyjax "
      "multiplies (NaN), as JAX's own matrix products do"),
+    (lambda name, ins, out, p: name == "divide" and ins[0].dtype == np.bool_
+     and ins[1].shape != out.shape,
+     "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
+     "A * broadcast(1 / B) and the product with the converted bool into a select "
+     "(False / 0 = 0); pyjax divides (NaN)"),
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),
