@@ -1,0 +1,115 @@
+"""Sparse products: pyjax vs JAX vs scipy.sparse, in one run (issue 20's cases).
+
+    python benchmarks/sparse.py [--n N] [--nnz NNZ] [--cols K] [--sp-n N2] [--sp-nnz NNZ2]
+                                [--rounds R] [--skip-jax]
+
+Cases (defaults are issue 20's sizes for the first three): a BCOO ``n x n`` matrix with
+``nnz`` stored elements times a dense vector and times an ``n x K`` dense matrix (both
+under ``jit``), ``grad`` of ``sum((A @ v) ** 2)`` with respect to ``A.data`` (``jit``),
+and BCOO @ BCOO.T on an ``N2 x N2`` matrix with ``NNZ2`` stored elements (eager).  The
+table shows the median wall time (ms) over ``--rounds`` calls after a warm-up and, for
+pyjax and scipy, the peak of NumPy allocations during one call (``tracemalloc``, MB).
+scipy multiplies a CSR matrix built once (its conversion is not timed); pyjax and JAX
+start from the COO buffers every call, as a BCOO does.  JAX's BCOO @ BCOO.T forms every
+pair of stored elements (``nnz**2`` of them), so the default sparse-sparse size is
+small; ``--skip-jax`` leaves JAX out.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+import scipy.sparse as ssp
+
+
+def _timed(fn, rounds):
+  fn()
+  ts = []
+  for _ in range(rounds):
+    t0 = time.perf_counter()
+    fn()
+    ts.append(time.perf_counter() - t0)
+  return statistics.median(ts) * 1e3
+
+
+def _peak_mb(fn):
+  tracemalloc.start()
+  try:
+    fn()
+    return tracemalloc.get_traced_memory()[1] / 2**20
+  finally:
+    tracemalloc.stop()
+
+
+def _problem(n, nnz, seed):
+  rng = np.random.default_rng(seed)
+  idx = np.stack([rng.integers(0, n, nnz), rng.integers(0, n, nnz)], 1).astype(np.int32)
+  return rng.standard_normal(nnz).astype(np.float32), idx
+
+
+def _library_cases(mod, sparse, data, idx, n, v, V, sdata, sidx, n2):
+  """name -> zero-argument callable returning a ready NumPy result."""
+  jnp = mod.numpy
+  A = sparse.BCOO((data, idx), shape=(n, n))
+  S = sparse.BCOO((sdata, sidx), shape=(n2, n2))
+  mv = mod.jit(lambda a, x: a @ x)
+  loss = mod.jit(mod.grad(lambda d, i, x: jnp.sum((sparse.BCOO((d, i), shape=(n, n)) @ x) ** 2)))
+  return {
+      "matvec (jit)": lambda: np.asarray(mv(A, v)),
+      f"matmat x{V.shape[1]} (jit)": lambda: np.asarray(mv(A, V)),
+      "grad wrt data (jit)": lambda: np.asarray(loss(A.data, A.indices, v)),
+      "bcoo @ bcoo.T (eager)": lambda: np.asarray((S @ S.T).data),
+  }
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--n", type=int, default=100_000)
+  ap.add_argument("--nnz", type=int, default=1_000_000)
+  ap.add_argument("--cols", type=int, default=64)
+  ap.add_argument("--sp-n", type=int, default=2_000)
+  ap.add_argument("--sp-nnz", type=int, default=2_000)
+  ap.add_argument("--rounds", type=int, default=5)
+  ap.add_argument("--skip-jax", action="store_true")
+  args = ap.parse_args()
+  data, idx = _problem(args.n, args.nnz, 0)
+  sdata, sidx = _problem(args.sp_n, args.sp_nnz, 1)
+  rng = np.random.default_rng(2)
+  v = rng.standard_normal(args.n).astype(np.float32)
+  V = rng.standard_normal((args.n, args.cols)).astype(np.float32)
+
+  import pyjax
+  from pyjax.experimental import sparse as psparse
+  libs = {"pyjax": _library_cases(pyjax, psparse, data, idx, args.n, v, V, sdata, sidx,
+                                  args.sp_n)}
+  if not args.skip_jax:
+    import jax
+    from jax.experimental import sparse as jsparse
+    libs["jax"] = _library_cases(jax, jsparse, data, idx, args.n, v, V, sdata, sidx,
+                                 args.sp_n)
+  csr = ssp.csr_matrix((data, (idx[:, 0], idx[:, 1])), shape=(args.n, args.n))
+  scsr = ssp.csr_matrix((sdata, (sidx[:, 0], sidx[:, 1])), shape=(args.sp_n, args.sp_n))
+  libs["scipy"] = {
+      "matvec (jit)": lambda: csr @ v,
+      f"matmat x{args.cols} (jit)": lambda: csr @ V,
+      "grad wrt data (jit)": lambda: 2 * (csr @ v)[idx[:, 0]] * v[idx[:, 1]],
+      "bcoo @ bcoo.T (eager)": lambda: (scsr @ scsr.T).data,
+  }
+  names = list(libs["pyjax"])
+  print(f"n={args.n} nnz={args.nnz} cols={args.cols}; sparse@sparse n={args.sp_n} "
+        f"nnz={args.sp_nnz}; median of {args.rounds} (ms), peak NumPy allocation (MB)")
+  head = f"{'case':26s}" + "".join(f"{k:>12s}" for k in libs) + f"{'pyjax MB':>10s}{'scipy MB':>10s}"
+  print(head)
+  for name in names:
+    row = f"{name:26s}"
+    for lib in libs.values():
+      row += f"{_timed(lib[name], args.rounds):12.1f}"
+    row += f"{_peak_mb(libs['pyjax'][name]):10.1f}{_peak_mb(libs['scipy'][name]):10.1f}"
+    print(row, flush=True)
+
+
+if __name__ == "__main__":
+  main()
