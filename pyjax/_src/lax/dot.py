@@ -288,11 +288,12 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
   _aval_of(rhs, "dot_general", 1)
   dims = canonicalize_dimension_numbers(dimension_numbers)
   pref = dtypes.check_user_dtype(preferred_element_type, "dot")
-  from pyjax._src.out_sharding import resolve_out_sharding
+  if out_sharding is not None:
+    from pyjax._src.out_sharding import resolve_out_sharding
+    out_sharding = resolve_out_sharding(out_sharding, "dot_general")
   return dot_general_p.bind(lhs, rhs, dimension_numbers=dims,
                             precision=canonicalize_precision(precision),
-                            preferred_element_type=pref,
-                            out_sharding=resolve_out_sharding(out_sharding, "dot_general"))
+                            preferred_element_type=pref, out_sharding=out_sharding)
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
