@@ -386,8 +386,11 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
   dense_letters = []
   for kind, d in out_dims[k:]:
     dense_letters.append(let[("a", ba[d])] if kind == "ab" else let[(kind, d)])
-  sub = f"z{''.join(la)},z{''.join(lb_)}->z{''.join(dense_letters)}"
-  out = np.einsum(sub, ga.astype(out_dtype), gb.astype(out_dtype))
+  ga, gb = ga.astype(out_dtype, copy=False), gb.astype(out_dtype, copy=False)
+  if not (la or lb_ or dense_letters):   # an outer product sampled: one multiply
+    out = ga * gb
+  else:
+    out = np.einsum(f"z{''.join(la)},z{''.join(lb_)}->z{''.join(dense_letters)}", ga, gb)
   if valid is not None:
     out[~valid] = 0
   bshape = tuple(out_shape[:n_batch])
