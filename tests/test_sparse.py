@@ -341,3 +341,14 @@ def test_update_layout():
     m.update_layout(n_batch=1)
   with pytest.warns(sparse.SparseEfficiencyWarning):
     m.update_layout(n_dense=1, on_inefficient="warn")
+
+
+def test_concatenate():
+  x, y = np.stack([A, -A]), np.stack([W, 0 * W])
+  for kw, dim in [({}, 0), ({}, 2), (dict(n_batch=1), 0), (dict(n_batch=1), 1)]:
+    a, b = sparse.BCOO.fromdense(x, **kw), sparse.BCOO.fromdense(y, **kw)
+    out = sparse.bcoo_concatenate([a, b], dimension=dim)
+    _same(out.todense(), np.concatenate([x, y], dim))
+    assert out.nse == (max(a.nse, b.nse) if dim < a.n_batch else a.nse + b.nse)
+  with pytest.raises(NotImplementedError, match="dense dimensions"):
+    sparse.bcoo_concatenate([sparse.BCOO.fromdense(x, n_dense=1)] * 2, dimension=2)

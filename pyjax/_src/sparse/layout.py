@@ -11,7 +11,7 @@ import numpy as np
 from pyjax._src.sparse.bcoo_array import BCOO
 from pyjax._src.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
 
-__all__ = ["bcoo_update_layout"]
+__all__ = ["bcoo_update_layout", "bcoo_concatenate"]
 
 
 def _full_batch(data, indices, nb):
@@ -121,3 +121,83 @@ def bcoo_update_layout(mat, *, n_batch=None, n_dense=None, on_inefficient="error
                                bshape + moved + rest.shape[nb:])
   return BCOO((data, indices), shape=shape)
 
+
+
+def _set_nse(mat, nse):
+  """``mat`` with ``nse`` slots: truncated, or padded with zero data at out-of-bounds
+  indices."""
+  from pyjax import numpy as jnp
+  nb = mat.n_batch
+  if nse == mat.nse:
+    return mat
+  if nse < mat.nse:
+    return BCOO((mat.data[(slice(None),) * nb + (slice(nse),)], mat.indices[..., :nse, :]),
+                shape=mat.shape, indices_sorted=mat.indices_sorted,
+                unique_indices=mat.unique_indices)
+  extra = nse - mat.nse
+  pad_d = jnp.zeros(mat.data.shape[:nb] + (extra,) + mat.data.shape[nb + 1:], mat.dtype)
+  fill = np.array(mat.shape[nb:nb + mat.n_sparse], mat.indices.dtype)
+  pad_i = jnp.broadcast_to(jnp.asarray(fill), mat.indices.shape[:nb] + (extra, mat.n_sparse))
+  return BCOO((jnp.concatenate([mat.data, pad_d], axis=nb),
+               jnp.concatenate([mat.indices, pad_i], axis=nb)), shape=mat.shape,
+              indices_sorted=mat.indices_sorted, unique_indices=mat.unique_indices)
+
+
+def bcoo_concatenate(operands, *, dimension):
+  """``lax.concatenate`` of BCOO arrays along a batch dimension (slots padded to the
+  largest ``nse``) or a sparse one (stored elements appended, indices shifted); dense
+  dimensions raise NotImplementedError (as JAX)."""
+  from pyjax import numpy as jnp
+  operands = list(operands)
+  if not operands or not all(isinstance(op, BCOO) for op in operands):
+    raise ValueError("bcoo_concatenate: expected operands to be a sequence of BCOO arrays. "
+                     f"Got {operands}")
+  nd = operands[0].ndim
+  dimension = operator.index(dimension)
+  if not 0 <= dimension < nd:
+    raise ValueError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                     f"shapes {', '.join(str(op.shape) for op in operands)}")
+  if any(op.ndim != nd or op.shape[:dimension] + op.shape[dimension + 1:]
+         != operands[0].shape[:dimension] + operands[0].shape[dimension + 1:]
+         for op in operands):
+    raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                    "than the one being concatenated: concatenating along dimension "
+                    f"{dimension} for shapes {', '.join(str(op.shape) for op in operands)}.")
+  if len({op.n_dense for op in operands}) > 1:
+    raise ValueError("bcoo_concatenate requires inputs to have matching nse dimensions.")
+  n_batches = {op.n_batch for op in operands}
+  if len(n_batches) != 1 and max(n_batches) == 1:   # align x[None] with batched operands
+    if all(op.shape[0] == 1 for op in operands if op.n_batch == 0):
+      operands = [bcoo_update_layout(op, n_batch=1) if op.n_batch == 0 else op
+                  for op in operands]
+    elif all(op.shape[0] == 1 for op in operands if op.n_batch == 1):
+      operands = [bcoo_update_layout(op, n_batch=0) if op.n_batch == 1 else op
+                  for op in operands]
+    n_batches = {op.n_batch for op in operands}
+  if len(n_batches) != 1:
+    raise ValueError("bcoo_concatenate requires inputs to have matching batch dimensions.")
+  nb, ns = operands[0].n_batch, operands[0].n_sparse
+
+  def others(s):
+    return s[:dimension] + s[dimension + 1:] if dimension < nb else s
+  if (len({others(tuple(op.indices.shape[:nb])) for op in operands}) != 1
+      or len({others(tuple(op.data.shape[:nb])) for op in operands}) != 1):
+    raise NotImplementedError("concatenation of arrays with broadcasted batch indices")
+  dtype = np.result_type(*[op.dtype for op in operands])
+  if dimension < nb:
+    nse = max(op.nse for op in operands)
+    operands = [_set_nse(op, nse) for op in operands]
+    indices = jnp.concatenate([op.indices for op in operands], axis=dimension)
+    data = jnp.concatenate([op.data.astype(dtype) for op in operands], axis=dimension)
+  elif dimension < nb + ns:
+    idt = operands[0].indices.dtype
+    offsets = np.cumsum([0] + [op.shape[dimension] for op in operands[:-1]]).astype(idt)
+    col = dimension - nb
+    data = jnp.concatenate([op.data.astype(dtype) for op in operands], axis=nb)
+    indices = jnp.concatenate([op.indices.astype(idt).at[..., col].add(off)
+                               for op, off in zip(operands, offsets)], axis=nb)
+  else:
+    raise NotImplementedError("Concatenation along dense dimensions.")
+  shape = list(operands[0].shape)
+  shape[dimension] = sum(op.shape[dimension] for op in operands)
+  return BCOO((data, indices), shape=tuple(shape))
