@@ -338,10 +338,16 @@ def _shard_map_jvp(interp, primals, tangents, *, jaxpr, mesh, in_specs, out_spec
     mask_cell.append(mask)
     return list(out_p) + [t for t, m in zip(out_t, mask) if m]
 
-  with core.set_interpreter(interp.parent), batching.extend_axis_env(
-      _manual_pairs(mesh, manual_axes)):
-    closed, tconsts = staging.trace_flat(jvp_body, list(jaxpr.in_avals) + t_avals)
-  mask = mask_cell[-1]
+  def build():
+    with core.set_interpreter(interp.parent), batching.extend_axis_env(
+        _manual_pairs(mesh, manual_axes)):
+      closed, tconsts = staging.trace_flat(jvp_body, list(jaxpr.in_avals) + t_avals)
+    return (closed, tconsts, mask_cell[-1]), not tconsts
+
+  # the same derived jaxpr object for the same shard_map: its per-device executables
+  # are compiled once (eager grad in a loop)
+  closed, tconsts, mask = ad.memo(jaxpr, ("shard_map_jvp", tuple(nz), mesh, manual_axes),
+                                  build)
   params = dict(jaxpr=closed, mesh=mesh, manual_axes=manual_axes, check_vma=check_vma,
                 in_specs=(PartitionSpec(),) * len(tconsts) + tuple(in_specs)
                 + tuple(s for s, m in zip(in_specs, nz) if m),
@@ -403,8 +409,14 @@ def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, manual_ax
 
   in_avals = ([a for a, m in zip(jaxpr.in_avals, lin) if not m]
               + [a for a, m in zip(jaxpr.out_avals, ct_nz) if m])
-  with batching.extend_axis_env(_manual_pairs(mesh, manual_axes)):
-    closed, tconsts = staging.trace_flat(bwd, in_avals)
+
+  def build():
+    with batching.extend_axis_env(_manual_pairs(mesh, manual_axes)):
+      closed, tconsts = staging.trace_flat(bwd, in_avals)
+    return (closed, tconsts), not tconsts
+
+  closed, tconsts = ad.memo(jaxpr, ("shard_map_transpose", tuple(lin), tuple(ct_nz), mesh,
+                                    manual_axes, tuple(in_specs), tuple(out_specs)), build)
   outs = shard_map_p.bind(
       *tconsts, *res, *nz_cts, jaxpr=closed, mesh=mesh, manual_axes=manual_axes,
       check_vma=check_vma,
