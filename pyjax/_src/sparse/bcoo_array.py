@@ -108,6 +108,7 @@ class BCOO:
 
   # --- pytree
   def tree_flatten(self):
+    """Children (the buffers) and aux data (shape and index flags), as JAX's."""
     return (self.data, self.indices), self._info._asdict()
 
   @classmethod
@@ -147,6 +148,7 @@ class BCOO:
     return bcoo_todense(self)
 
   def block_until_ready(self):
+    """Wait for every buffer; returns ``self``."""
     for x in (self.data, self.indices):
       x.block_until_ready()
     return self

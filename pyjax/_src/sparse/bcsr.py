@@ -88,6 +88,7 @@ class BCSR:
     return _bcoo.BCOO.__repr__(self)
 
   def tree_flatten(self):
+    """Children (the buffers) and aux data (shape and index flags), as JAX's."""
     return (self.data, self.indices, self.indptr), self._info._asdict()
 
   @classmethod
@@ -152,11 +153,13 @@ class BCSR:
     return bcsr_todense(self)
 
   def block_until_ready(self):
+    """Wait for every buffer; returns ``self``."""
     for x in (self.data, self.indices, self.indptr):
       x.block_until_ready()
     return self
 
   def transpose(self, *args, **kwargs):
+    """Not implemented, as in JAX (NotImplementedError); use ``to_bcoo().T``."""
     raise NotImplementedError("Transpose is not implemented.")
 
   @property
