@@ -1,6 +1,6 @@
 """The generated C's own vector math (pyjax/_src/backends/cpu/compiler/vmath.py): exp, exp2,
-expm1, tanh, logistic, log, log1p (float32 and float64) and erf, sin, cos, tan, pow
-(float32) inlined into SIMD loops.
+expm1, tanh, logistic, log, log1p (float32 and float64) and erf, erfc, sin, cos, tan, pow,
+sinh, cosh, atanh (float32) inlined into SIMD loops.
 
 Native results against correctly rounded references (float32: NumPy's float64 result
 rounded to float32; float64: ``np.longdouble``), dense bit-pattern sweeps, every special
@@ -29,7 +29,8 @@ pytestmark = [
 ]
 
 NAMES = ["exp", "exp2", "expm1", "tanh", "logistic", "log", "log1p"]
-NAMES32 = ["erf", "sin", "cos", "tan"]    # float32 only (float64: glibc's scalar functions)
+# float32 only (float64: glibc's scalar functions)
+NAMES32 = ["erf", "erfc", "sin", "cos", "tan", "sinh", "cosh", "atanh"]
 _EXP_MAX = {F32: 88.72283172607421875, F64: 709.782712893383973096}   # largest finite exp
 
 
@@ -43,8 +44,10 @@ def _reference(name, x, dt):
       # overflows, the true (possibly subnormal) value above that
       r = (np.where(xw < 0, np.exp(xw), 1) / (1 + np.exp(-np.abs(xw))))
       r = np.where(xw < -_EXP_MAX[dt], 0, r)
-    elif name == "erf":
-      r = sp.erf(xw)
+    elif name in ("erf", "erfc"):
+      r = getattr(sp, name)(xw)
+    elif name == "atanh":
+      r = np.arctanh(xw)
     else:
       r = getattr(np, name)(xw)
   return r.astype(dt)
@@ -114,11 +117,13 @@ def test_float32_sweep_slow():
       _check(n, x, g, _reference(n, x, F32), _ulp_bound(n, F32))
 
 
-def test_float32_erf_and_trig_through_jit():
+def test_float32_erf_trig_hyperbolic_through_jit():
   """Every 1000th float32 bit pattern and the special values: within 1 ulp, specials exact
-  (sin(+-inf) = NaN, the sign of zero kept, erf(+-inf) = +-1), huge arguments reduced exactly."""
+  (sin(+-inf) = NaN, the sign of zero kept, erf(+-inf) = +-1, atanh(+-1) = +-inf, sinh and
+  cosh overflowing where float does), huge arguments reduced exactly."""
   x = np.concatenate([_f32_patterns(1000), _special_inputs(F32),
-                      np.array([1e22, -1e22, 16331.239, 3.4e38, np.pi / 2, 0.875, 3.92], F32)])
+                      np.array([1e22, -1e22, 16331.239, 3.4e38, np.pi / 2, 0.875, 3.92, 0.45, 10.06,
+                               89.4, 89.42, -89.42], F32)])
   got, exe = native(lambda x: [getattr(lax, n)(x) for n in NAMES32], x)
   if not build.toolchain().mvec:
     text = exe.as_text()
@@ -267,6 +272,8 @@ PJ_LOOP(t_expm1f, float, pj_expm1f) PJ_LOOP(t_tanhf, float, pj_tanhf)
 PJ_LOOP(t_logisticf, float, pj_logisticf) PJ_LOOP(t_logf, float, pj_logf)
 PJ_LOOP(t_log1pf, float, pj_log1pf) PJ_LOOP(t_erff, float, pj_erff)
 PJ_LOOP(t_sinf, float, pj_sinf) PJ_LOOP(t_cosf, float, pj_cosf) PJ_LOOP(t_tanf, float, pj_tanf)
+PJ_LOOP(t_erfcf, float, pj_erfcf) PJ_LOOP(t_sinhf, float, pj_sinhf)
+PJ_LOOP(t_coshf, float, pj_coshf) PJ_LOOP(t_atanhf, float, pj_atanhf)
 PJ_LOOP(t_exp, double, pj_exp) PJ_LOOP(t_exp2, double, pj_exp2)
 PJ_LOOP(t_expm1, double, pj_expm1) PJ_LOOP(t_tanh, double, pj_tanh)
 PJ_LOOP(t_logistic, double, pj_logistic) PJ_LOOP(t_log, double, pj_log)

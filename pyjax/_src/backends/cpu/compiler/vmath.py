@@ -34,17 +34,23 @@ vectorizes it with no function call, on AVX2 as on AVX-512.
   to float), C99's special cases (x = 1 or y = 0 give 1, |x| = 1 with y = +-inf gives 1,
   odd integer y keeps x's sign, negative x with a non-integer y is NaN) by selects on bit
   tests.
-  float64 ``sin``/``cos``/``tan``/``erf``/``pow`` stay glibc's scalar functions.
+* ``erfc`` (float32): 1 - erf(x) below |x| = 0.45; above, exp(-a^2) R(2 / (2 + a)) in
+  double (R a degree-10 fit of erfcx on [0.45, 10.1]), 2 minus that for negative x.
+* ``sinh``, ``cosh``, ``atanh`` (float32): through the float64 ``expm1``, ``exp`` and
+  ``log1p`` below, rounded once.
+  float64 ``sin``/``cos``/``tan``/``erf``/``erfc``/``pow``/``sinh``/``cosh``/``atanh`` stay
+  glibc's scalar functions.
 
 Measured errors against correctly rounded references (float32: every bit pattern against
 float64 libm; float64: about a million random bit patterns and ranges against long
-double): exp, exp2, log, log1p, erf, sin, cos, tan, pow <= 1 ulp; expm1, tanh, logistic <= 2 ulp;
+double): exp, exp2, log, log1p, erf, erfc, sin, cos, tan, pow, sinh, cosh, atanh <= 1 ulp; expm1, tanh, logistic <= 2 ulp;
 special values
 (±0, ±inf, NaN, overflow/underflow thresholds, subnormal inputs and outputs) exact.
 
 ``prelude_defines(mvec)`` picks, per function, this code or glibc's libmvec (whichever
 is faster on x86-64 with libmvec: libmvec's float32 ``logf`` and float64 ``exp``,
-``exp2``, ``expm1``, ``log``, ``log1p``, float32 ``sin``, ``cos``, ``tan``, ``erf`` are;
+``exp2``, ``expm1``, ``log``, ``log1p``, float32 ``sin``, ``cos``, ``tan``, ``erf``, ``pow`` are
+(``erfc``, ``sinh``, ``cosh``, ``atanh`` switch with them);
 libmvec has no vector float32 ``expm1f``,
 ``exp2f``, ``log1pf``).  Without libmvec every function here is used.
 """
@@ -57,7 +63,8 @@ _NAMES = {
     ("tanh", True): "pj_tanhf", ("logistic", True): "pj_logisticf",
     ("log1p", True): "pj_log1pf", ("log", True): "PJ_F_LOG",
     ("erf", True): "PJ_F_ERF", ("sin", True): "PJ_F_SIN", ("cos", True): "PJ_F_COS",
-    ("tan", True): "PJ_F_TAN", ("pow", True): "PJ_F_POW",
+    ("tan", True): "PJ_F_TAN", ("pow", True): "PJ_F_POW", ("erfc", True): "PJ_F_ERFC",
+    ("sinh", True): "PJ_F_SINH", ("cosh", True): "PJ_F_COSH", ("atanh", True): "PJ_F_ATANH",
     ("tanh", False): "pj_tanh", ("logistic", False): "pj_logistic",
     ("exp", False): "PJ_D_EXP", ("exp2", False): "PJ_D_EXP2", ("expm1", False): "PJ_D_EXPM1",
     ("log", False): "PJ_D_LOG", ("log1p", False): "PJ_D_LOG1P",
@@ -69,7 +76,9 @@ _SWITCHED = {"PJ_F_LOG": ("logf", "pj_logf"), "PJ_D_EXP": ("exp", "pj_exp"),
              "PJ_D_LOG": ("log", "pj_log"), "PJ_D_LOG1P": ("log1p", "pj_log1p"),
              "PJ_F_ERF": ("erff", "pj_erff"), "PJ_F_SIN": ("sinf", "pj_sinf"),
              "PJ_F_COS": ("cosf", "pj_cosf"), "PJ_F_TAN": ("tanf", "pj_tanf"),
-             "PJ_F_POW": ("powf", "pj_powf")}
+             "PJ_F_POW": ("powf", "pj_powf"), "PJ_F_ERFC": ("erfcf", "pj_erfcf"),
+             "PJ_F_SINH": ("sinhf", "pj_sinhf"), "PJ_F_COSH": ("coshf", "pj_coshf"),
+             "PJ_F_ATANH": ("atanhf", "pj_atanhf")}
 
 
 def function(prim, is_f32):
@@ -215,7 +224,7 @@ PJ_VM float pj_log1pf(float x) {
   const float d = x > 1.0f ? (x - u) + 1.0f : (1.0f - u) + x;   /* (1 + x) - u, exact */
   const float res = pj_logf(u) + d / u;
   const float r1 = x == -1.0f ? -INFINITY : res;
-  return (x == 0.0f || x == INFINITY) ? x : r1;
+  return ((x == 0.0f) | (x == INFINITY)) ? x : r1;   /* |: no branch to thread */
 }
 /* float64: expm1(r) for |r| <= ln2/2 + a little, Taylor to r^13 (error < 2^-56 relative) */
 PJ_VM double pj_em1_core_d(double r) {
@@ -314,8 +323,12 @@ PJ_VM double pj_log1p(double x) {
   const double u = 1.0 + x;
   const double d = x > 1.0 ? (x - u) + 1.0 : (1.0 - u) + x;
   const double res = pj_log(u) + d / u;
-  const double r1 = x == -1.0 ? -INFINITY : res;
-  return (x == 0.0 || x == INFINITY) ? x : r1;
+  /* the patches as bit masks, not selects: with selects GCC moves a caller's conversion of
+     the result into each arm (folding it for the constant one), and a conversion in an arm
+     leaves the loop scalar (float32 atanh) */
+  const uint64_t m1 = -(uint64_t)(x == -1.0), m0 = -(uint64_t)((x == 0.0) | (x == INFINITY));
+  const uint64_t r1 = (pj_dbits(res) & ~m1) | (m1 & 0xFFF0000000000000ull);   /* -inf */
+  return pj_bitsd((r1 & ~m0) | (pj_dbits(x) & m0));
 }
 /* erf: |x| < 0.875: a + a P(a^2); above: 1 - exp(-a^2) R(2 / (2 + a)), R ~ erfcx (a clamped to 4,
    where erf is 1 in float) with a^2 = h + l exactly (fma), exp(-a^2) = exp(-h) (1 - l) */
@@ -429,5 +442,46 @@ PJ_VM float pj_powf(float x, float y) {
   const uint32_t one = -(uint32_t)((ax1 & yinf) | (bx == 0x3F800000u) | (bay == 0u));
   const uint32_t r = (pj_fbits(m) ^ neg) | (nan & 0x7FC00000u);
   return pj_bitsf((r & ~one) | (one & 0x3F800000u));
+}
+/* float32 erfc: |x| < 0.45: 1 - erf(x) (erf's polynomial; erfc > 0.52, so erf's error is at
+   most half an ulp of the result); above: E = exp(-a^2) R(2 / (2 + a)) in double (a^2 exact
+   in double; R a degree-10 fit of erfcx on [0.45, 10.1] in u = t - 0.49, relative error
+   1.2e-9), one rounding to float
+   (subnormal results included); 2 - E for negative x */
+PJ_VM float pj_erfcf(float x) {
+  const float a = fabsf(x);
+  const float a2 = a * a;
+  const float erfs = PJ_FMAF(a, PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(PJ_FMAF(0x1.6c0eccp-14f, a2, -0x1.ae8e3cp-11f), a2, 0x1.553c76p-8f), a2, -0x1.b819dap-6f), a2, 0x1.ce2e86p-4f), a2, -0x1.812744p-2f), a2, 0x1.06eba8p-3f), a);
+  const float small = 1.0f - pj_bitsf(pj_fbits(erfs) ^ (pj_fbits(x) & 0x80000000u));
+  const double ad = (double)a;
+  const double u = 2.0 / (2.0 + ad) - 0.49;
+  const float e = (float)(pj_exp(-(ad * ad)) * PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(PJ_FMA(-0x1.ebfe512a26c91p-9, u, -0x1.35fcac96d3013p-4), u, 0x1.86a33778908a8p-6), u, 0x1.f7a0bab8d8e6ap-4), u, -0x1.0369564610e0dp-4), u, -0x1.c3424149e0f89p-3), u, 0x1.22322c1581742p-4), u, 0x1.422894be3e4cep-1), u, 0x1.e53b029b65aa5p-1), u, 0x1.aba30c95aab83p-1), u, 0x1.f9bfde61cae83p-3));
+  const float big = x < 0.0f ? 2.0f - e : e;
+  /* the last choice as a bit mask: a select would let GCC sink e's conversion into its arm
+     (the loop would stay scalar) */
+  const uint32_t m = -(uint32_t)(pj_fbits(a) < 0x3EE66666u);   /* |x| < 0.45 */
+  return pj_bitsf((pj_fbits(small) & m) | (pj_fbits(big) & ~m));
+}
+/* float32 sinh, cosh, atanh through the float64 functions above (arguments exact in double,
+   results rounded once to float; no overflow in double below float's limits):
+   sinh = (e + e / (e + 1)) / 2 with e = expm1(min(|x|, 100)), cosh = exp(|x|) / 2 +
+   1 / (2 exp(|x|)), atanh = log1p(2 |x| / (1 - |x|)) / 2; odd ones take x's sign bit (keeps
+   -0).  The "+ 0.0" after widening |x| (exact: |x| is not -0) keeps GCC from folding the
+   float64 functions' range compares back to float and sinking the conversion into a
+   select's arm, which would leave the loop scalar. */
+PJ_VM float pj_sinhf(float x) {
+  const double a = (double)fabsf(x) + 0.0;
+  const double e = pj_expm1(a > 100.0 ? 100.0 : a);
+  const float r = (float)(0.5 * (e + e / (e + 1.0)));
+  return pj_bitsf(pj_fbits(r) ^ (pj_fbits(x) & 0x80000000u));
+}
+PJ_VM float pj_coshf(float x) {
+  const double e = pj_exp((double)fabsf(x) + 0.0);
+  return (float)(0.5 * e + 0.5 / e);
+}
+PJ_VM float pj_atanhf(float x) {
+  const double a = (double)fabsf(x) + 0.0;
+  const float r = (float)(0.5 * pj_log1p(2.0 * a / (1.0 - a)));
+  return pj_bitsf(pj_fbits(r) ^ (pj_fbits(x) & 0x80000000u));
 }
 """
