@@ -81,11 +81,6 @@ _MESH_CASES = {   # under jax.set_mesh(m)
                    "jax.device_put(np.arange(16.).reshape(8, 2), P('x', 'y')))",
 }
 
-# Uncommitted inputs laid out by PartitionSpec in_shardings under an Explicit context mesh:
-# JAX's outputs are unsharded there, pyjax's follow the in_shardings (values compared
-# only; docs/devices.md)
-_UNTYPED = {"jit_in_spec", "jit_tree"}
-
 _RUN = r"""
 def run_cases(jax, jnp, lax, NamedSharding, P, AxisType, cases, mesh_cases):
   m = jax.make_mesh((4, 2), ('x', 'y'))
@@ -145,9 +140,8 @@ def test_case_matches_jax(oracle, ours, name):
   assert got[0] != "error", got
   assert len(got) == len(want)
   for (gt, gs, gv), (wt, ws, wv) in zip(got, want):
-    if name not in _UNTYPED:
-      assert gt == wt
-      assert gs == ws
+    assert gt == wt
+    assert gs == ws
     np.testing.assert_array_equal(gv, wv)
 
 

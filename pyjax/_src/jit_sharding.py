@@ -225,10 +225,14 @@ class ShardedJit:
       flat_in = _flat_prefix(self._in, tuple(args), "in_shardings", nargs=len(args))
       leaves, tree = tree_util.tree_flatten(tuple(args))
       placed = []
+      typed_ctx = _explicit_context()
       for x, s in zip(leaves, flat_in):
         _check_committed(x, s)
-        placed.append(x if s is None or isinstance(x, _sharded.ShardedArrayImpl)
-                      else _lay_out(x if isinstance(x, ArrayImpl) else _asarray(x), s))
+        if s is None or isinstance(x, _sharded.ShardedArrayImpl) or (
+            typed_ctx and _names_explicit(s)):
+          placed.append(x)   # (under an Explicit context mesh an unsharded value's type
+          continue           # stays unsharded, as JAX's)
+        placed.append(_lay_out(x if isinstance(x, ArrayImpl) else _asarray(x), s))
       args = list(tree.unflatten(placed))
     out = self._inner(*args, **kwargs)
     if self._out is None:
@@ -236,6 +240,19 @@ class ShardedJit:
     flat_out = _flat_prefix(self._out, out, "out_shardings")
     leaves, tree = tree_util.tree_flatten(out)
     return tree.unflatten([_lay_out(o, s) for o, s in zip(leaves, flat_out)])
+
+
+def _explicit_context():
+  m = _sh.get_mesh()
+  return m is not None and not m.empty and bool(m.abstract_mesh.explicit_axes)
+
+
+def _names_explicit(s):
+  mesh = getattr(s, "mesh", None)
+  if mesh is None:
+    return False
+  explicit = set(mesh.abstract_mesh.explicit_axes)
+  return any(n in explicit for d in _types.spec_of(s, len(s.spec)) for n in d)
 
 
 def _asarray(x):
