@@ -1,23 +1,20 @@
-"""Shardings and meshes (``jax.sharding``): a single-process version.
-
-pyjax runs each computation on one device and every Array lives wholly on one device
-(``Array.sharding`` is a ``SingleDeviceSharding``).  This module gives the sharding
-*descriptions* JAX programs and libraries build and inspect:
+"""Shardings and meshes (``jax.sharding``).
 
 * ``PartitionSpec`` (``P``): complete -- entries are None, an axis name, a tuple of axis
   names or ``P.UNCONSTRAINED``; ``unreduced`` / ``reduced`` sets;
 * ``Mesh``: a named array of this process's devices (a context manager, as JAX's);
-  ``AbstractMesh``: axis sizes and names only; ``AxisType``;
+  ``AbstractMesh``: axis sizes and names only; ``AxisType`` (Auto, Explicit, Manual);
+  ``make_mesh`` gives Explicit axes by default, as JAX 0.10;
 * ``Sharding`` (the abstract base), ``SingleDeviceSharding`` and ``NamedSharding``, with
   ``shard_shape``, ``devices_indices_map``, ``is_fully_replicated``,
   ``addressable_devices`` computed from the mesh and spec;
 * ``get_abstract_mesh`` / ``set_mesh`` / ``use_mesh`` for the context mesh.
 
-Differences from JAX (what is missing): data is never split across devices -- placing an
-Array with a ``NamedSharding`` puts it whole on one device, which is only exact for
-meshes of one device (the only meshes a one-device process can build); no
-``PositionalSharding``/``GSPMDSharding``; jit's ``in_shardings``/``out_shardings`` are
-placements, not partitionings; ``reshard``/``auto_axes``/``explicit_axes`` do not exist.
+Arrays laid out by a NamedSharding over several devices hold one buffer per device
+(``runtime/sharded_array.py``); ``reshard``, ``auto_axes``, ``explicit_axes`` and jit's
+shardings live in ``jit_sharding.py``, the sharding-type rules in ``sharding_types.py``
+(``docs/devices.md``).  Differs from JAX: no ``PositionalSharding``/``GSPMDSharding``;
+one process (the multi-process transport is a separate piece).
 """
 from __future__ import annotations
 
