@@ -352,3 +352,12 @@ def test_concatenate():
     assert out.nse == (max(a.nse, b.nse) if dim < a.n_batch else a.nse + b.nse)
   with pytest.raises(NotImplementedError, match="dense dimensions"):
     sparse.bcoo_concatenate([sparse.BCOO.fromdense(x, n_dense=1)] * 2, dimension=2)
+
+
+def test_random_bcoo_is_jaxs():
+  jax = _jax()
+  from jax.experimental import sparse as js
+  kw = dict(shape=(2, 5, 6), n_batch=1, nse=0.2, dtype=np.float32, sorted_indices=True)
+  o = sparse.random_bcoo(pyjax.random.key(3), **kw)
+  r = js.random_bcoo(jax.random.key(3), **kw)
+  _same_bcoo(o, r)

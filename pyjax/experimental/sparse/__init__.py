@@ -15,3 +15,4 @@ from pyjax._src.sparse.api import empty, eye  # noqa: F401
 from pyjax._src.sparse.layout import bcoo_concatenate, bcoo_update_layout  # noqa: F401
 from pyjax._src.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
+from pyjax._src.sparse.random import random_bcoo  # noqa: F401
