@@ -23,6 +23,7 @@ DUP_DATA = np.array([1., 2., 3., 7.], np.float32)
 SA = _rng.standard_normal((5, 4)).astype(np.float32)
 SB = _rng.standard_normal((4, 6)).astype(np.float32)
 DN = (([1], [0]), ([], []))
+RANDOM_KW = dict(shape=(2, 5, 6), n_batch=1, nse=0.2, dtype=np.float32, sorted_indices=True)
 SORT_IDX = np.array([[[2, 1], [0, 1], [2, 1], [5, 0], [1, 1], [0, 1]],
                      [[0, 1], [1, 1], [5, 0], [2, 1], [0, 1], [2, 1]]])
 
@@ -77,6 +78,7 @@ def ref():
     csr = js.BCSR.fromdense(a, nse=NNZ + 2)
     out["bcsr_grad"] = jax.grad(lambda d: jnp_.sum(
         js.BCSR((d, csr.indices, csr.indptr), shape=A.shape) @ b))(csr.data)
+    out["random"] = js.random_bcoo(jax.random.key(3), **RANDOM_KW)
     out["index"] = [r[1], r[1:4:2, 2:]]
     out["grad_dup"] = jax.grad(_dup_loss(js.BCOO, jnp_))(np.arange(12.0, dtype=np.float32).reshape(2, 6))
     out["grad_sampled"] = jax.grad(lambda x, y: jnp_.sum(sampled(x, y) ** 2), argnums=(0, 1))(sa, sb)
@@ -354,10 +356,5 @@ def test_concatenate():
     sparse.bcoo_concatenate([sparse.BCOO.fromdense(x, n_dense=1)] * 2, dimension=2)
 
 
-def test_random_bcoo_is_jaxs():
-  jax = _jax()
-  from jax.experimental import sparse as js
-  kw = dict(shape=(2, 5, 6), n_batch=1, nse=0.2, dtype=np.float32, sorted_indices=True)
-  o = sparse.random_bcoo(pyjax.random.key(3), **kw)
-  r = js.random_bcoo(jax.random.key(3), **kw)
-  _same_bcoo(o, r)
+def test_random_bcoo_is_jaxs(ref):
+  _same_bcoo(sparse.random_bcoo(pyjax.random.key(3), **RANDOM_KW), ref["random"])
