@@ -699,6 +699,7 @@ class JitWrapped:
       a = [x.val if type(x) is _Static else x for x in a]
       k = {n: (v.val if type(v) is _Static else v) for n, v in k.items()}
       out = fun(*a, **k)
+      _jit_sharding.check_trace()   # sharding types of sharded arguments: ShardingTypeError
       out_leaves, out_tree = tree_util.tree_flatten(out)
       staging.check_outputs(out_leaves, out_tree, debug)
       out_tree_box.append(out_tree)

@@ -402,6 +402,19 @@ def note_trace(values, tracers):
     pass
 
 
+def check_trace():
+  """At the end of a jit trace of sharded arguments: derive every equation's sharding
+  type, raising ``ShardingTypeError`` where JAX does (before anything runs)."""
+  interp = core.current_interpreter()
+  try:
+    hit = _typed_traces.get(interp)
+  except TypeError:
+    return
+  if hit is not None:
+    mesh, env = hit
+    _types.walk_eqns(_types._Ctx(mesh), interp.eqns, dict(env))
+
+
 def typeof_tracer(x):
   """``jax.typeof`` of a jit tracer whose trace started from sharded arguments: its aval
   with the sharding type the rules derive from the equations recorded so far (None when
