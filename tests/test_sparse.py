@@ -358,3 +358,24 @@ def test_concatenate():
 
 def test_random_bcoo_is_jaxs(ref):
   _same_bcoo(sparse.random_bcoo(pyjax.random.key(3), **RANDOM_KW), ref["random"])
+
+
+def test_sparsify():
+  s = sparse.BCOO.fromdense(A)
+  v = B[:, 0]
+
+  def f(m, x):
+    return 2 * jnp.dot(jnp.log1p(jnp.abs(m)).T, x[:5]) + 1
+  want = 2 * np.log1p(np.abs(A)).T @ v[:5] + 1
+  _same(sparse.sparsify(f)(s, v), want)
+  _same(pyjax.jit(sparse.sparsify(f))(s, v), want)
+  out = sparse.sparsify(lambda m: jnp.sin(m * 2.0) @ m.T)(s)
+  assert isinstance(out, sparse.BCOO)
+  _same(out.todense(), np.sin(2 * A) @ A.T, 1e-4)
+  _same(sparse.sparsify(lambda m: (m ** 2).sum())(s), np.float32((A ** 2).sum()))
+  g = pyjax.grad(lambda d: sparse.sparsify(f)(sparse.BCOO((d, s.indices), shape=A.shape), v).sum())
+  i, j = np.asarray(s.indices).T
+  _same(g(s.data), 2 * v[i] * np.sign(A[i, j]) / (1 + np.abs(A[i, j])))
+  with pytest.raises(NotImplementedError, match="sparse rule for exp is not implemented "
+                     "because it would result in dense output"):
+    sparse.sparsify(jnp.exp)(s)

@@ -16,3 +16,4 @@ from pyjax._src.sparse.layout import bcoo_concatenate, bcoo_update_layout  # noq
 from pyjax._src.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 from pyjax._src.sparse.random import random_bcoo  # noqa: F401
+from pyjax._src.sparse.transform import sparsify  # noqa: F401

@@ -1,0 +1,156 @@
+"""``sparsify``: run a function written for dense arrays on BCOO (and BCSR) arguments.
+
+The function is traced to a jaxpr with each sparse argument standing in as a dense value
+of its shape and dtype; the jaxpr is then evaluated with sparse values where they flow:
+each equation with a sparse operand runs its sparse rule (``bcoo_dot_general`` for
+``dot_general``, the data for zero-preserving unary functions, ...), the others bind as
+usual, and ``jit`` equations are evaluated the same way inside.  A primitive without a
+rule raises JAX's NotImplementedError ("sparse rule for ... is not implemented").
+
+Differs from JAX: only the jaxpr-interpreter form exists (``use_tracer`` is accepted and
+ignored); control flow (``cond``, ``while``, ``scan``), ``broadcast_in_dim``,
+``dynamic_slice``, ``rev`` and sparse-times-sparse ``mul`` have no rules yet.
+"""
+from __future__ import annotations
+
+import functools
+
+from pyjax._src import core, tree_util
+from pyjax._src.avals import ShapedArray
+from pyjax._src.sparse import bcoo_array as B
+from pyjax._src.sparse import layout as L
+from pyjax._src.sparse.bcsr import BCSR
+
+__all__ = ["sparsify"]
+
+_ZERO_PRESERVING = {"abs", "asin", "asinh", "atan", "atanh", "bessel_i1e", "expm1", "log1p",
+                    "sign", "sin", "sinh", "sqrt", "square", "tan", "tanh",
+                    "convert_element_type", "copy", "copy_p", "real", "imag", "neg"}
+_DENSIFYING = {"acos", "acosh", "bessel_i0e", "cos", "cosh", "eq", "exp", "ge", "gt", "le",
+               "lt", "log", "ne", "xor"}
+
+
+def _unimplemented(name):
+  if name in _DENSIFYING:
+    raise NotImplementedError(f"sparse rule for {name} is not implemented because it would "
+                              "result in dense output. If this is your intent, use "
+                              "sparse.todense() to convert your arguments to dense matrices.")
+  raise NotImplementedError(f"sparse rule for {name} is not implemented.")
+
+
+def _is_sparse(x):
+  return isinstance(x, (B.BCOO, BCSR))
+
+
+def _with_data(mat, data):
+  return B.BCOO((data, mat.indices), shape=mat.shape, indices_sorted=mat.indices_sorted,
+                unique_indices=mat.unique_indices)
+
+
+def _unary(prim, x, params):
+  if prim.name == "integer_pow" and params["y"] <= 0:
+    raise NotImplementedError(
+        f"sparse rule for integer_pow with non-positive exponent {params['y']} is not "
+        "implemented because it would result in dense output. If this is your intent, use "
+        "sparse.todense() to convert your argument to a dense array.")
+  return _with_data(x, prim.bind(x.data, **params))
+
+
+def _mul(prim, x, y, params):
+  if _is_sparse(x) and _is_sparse(y):
+    _unimplemented("mul of two sparse arrays (bcoo_multiply_sparse)")
+  sp, other = (x, y) if _is_sparse(x) else (y, x)
+  if not core.get_aval(other).shape:
+    return _with_data(sp, prim.bind(sp.data, other) if sp is x else prim.bind(other, sp.data))
+  return _with_data(sp, B.bcoo_multiply_dense(sp, other))
+
+
+def _div(prim, x, y, params):
+  if _is_sparse(y) or core.get_aval(y).shape:
+    _unimplemented("div")
+  return _with_data(x, prim.bind(x.data, y))
+
+
+def _add(prim, x, y, params):
+  if prim.name == "sub":
+    return x - y
+  return x + y
+
+
+def _rules():
+  return {
+      "mul": _mul, "div": _div, "add": _add, "sub": _add, "add_any": _add,
+      "dot_general": lambda p, x, y, kw: B.bcoo_dot_general(
+          x, y, dimension_numbers=kw["dimension_numbers"],
+          preferred_element_type=kw.get("preferred_element_type")),
+      "transpose": lambda p, x, kw: B.bcoo_transpose(x, permutation=kw["permutation"]),
+      "reduce_sum": lambda p, x, kw: B.bcoo_reduce_sum(x, axes=kw["axes"]),
+      "reshape": lambda p, x, kw: B.bcoo_reshape(x, new_sizes=kw["new_sizes"],
+                                                 dimensions=kw.get("dimensions")),
+      "squeeze": lambda p, x, kw: B.bcoo_squeeze(x, dimensions=kw["dimensions"]),
+      "slice": lambda p, x, kw: B.bcoo_slice(x, start_indices=kw["start_indices"],
+                                             limit_indices=kw["limit_indices"],
+                                             strides=kw.get("strides")),
+      "concatenate": lambda p, *a: L.bcoo_concatenate(list(a[:-1]),
+                                                       dimension=a[-1]["dimension"]),
+  }
+
+
+def _eval(jaxpr, consts, args):
+  env = {}
+  rules = _rules()
+
+  def read(v):
+    return core.literal_value(v) if type(v) is core.Literal else env[v]
+
+  for v, x in zip(jaxpr.constvars, consts):
+    env[v] = x
+  for v, x in zip(jaxpr.invars, args):
+    env[v] = x
+  for eqn in jaxpr.eqns:
+    ins = [read(v) for v in eqn.invars]
+    prim, params = eqn.primitive, eqn.params
+    if not any(_is_sparse(x) for x in ins):
+      out = prim.bind(*ins, **params)
+    elif prim.name == "jit":
+      inner = params["jaxpr"]
+      out = _eval(inner.jaxpr, inner.consts, ins)
+    elif prim.name in _ZERO_PRESERVING or prim.name == "integer_pow":
+      out = _unary(prim, ins[0], params)
+    elif prim.name in rules:
+      ins = [x.to_bcoo() if isinstance(x, BCSR) else x for x in ins]
+      out = rules[prim.name](prim, *ins, params)
+    else:
+      _unimplemented(prim.name)
+    if prim.multiple_results:
+      for v, o in zip(eqn.outvars, out):
+        env[v] = o
+    else:
+      env[eqn.outvars[0]] = out
+  return [read(v) for v in jaxpr.outvars]
+
+
+def sparsify(f, use_tracer=False):
+  """``f`` made to accept BCOO/BCSR arguments wherever it takes arrays: sparse values
+  flow through the operations that have sparse rules; results that stay sparse are
+  returned as BCOO (0-d ones as dense scalars)."""
+  del use_tracer
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs), is_leaf=_is_sparse)
+    avals = [ShapedArray(tuple(x.shape), x.dtype) if _is_sparse(x) else core.get_aval(x)
+             for x in leaves]
+    out_tree = []
+
+    def flat(*xs):
+      a, kw = tree_util.tree_unflatten(in_tree, list(xs))
+      outs, tree = tree_util.tree_flatten(f(*a, **kw))
+      out_tree.append(tree)
+      return outs
+
+    closed = core.trace_to_jaxpr(flat, avals)
+    outs = _eval(closed.jaxpr, closed.consts, leaves)
+    outs = [o.todense() if _is_sparse(o) and not o.shape else o for o in outs]
+    return tree_util.tree_unflatten(out_tree[0], outs)
+  return wrapped
