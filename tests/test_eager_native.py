@@ -33,6 +33,7 @@ needs_cc = pytest.mark.skipif(not has_cc, reason="no C compiler")
 def sync_small(monkeypatch):
   """Native kernels for any size, built on the calling thread."""
   monkeypatch.setattr(en, "MIN_ELEMENTS", 0)
+  monkeypatch.setattr(en, "CONTIG_MIN_ELEMENTS", 0)
   prev = executable.set_compile_mode("sync")
   yield
   executable.set_compile_mode(prev)
@@ -204,9 +205,15 @@ def test_layouts(sync_small):
   for a, b in cases:
     check("sub", [a, b], F32)
     check("gt", [a, b], BOOL)
+  # short rows: joined into longer ones (a repeated row tiled), the rows left over as they are
+  short = rng.standard_normal((307, 10)).astype(np.float32)
+  for b in (short[:1], short[:1, :1], np.array(2.0, F32), short[::-1]):
+    check("sub", [short, b], F32)
+    check("div", [b, short], F32)
+  check("sub", [short, short[:, :1]], F32)                 # a scalar per row: not joined
   # rows shorter than MIN_ROW: no C kernel (the caller runs NumPy), still exact
-  short = rng.standard_normal((300, 10)).astype(np.float32)
-  check("sub", [short, short[:1]], F32, expect=None)
+  tiny = rng.standard_normal((300, 3)).astype(np.float32)
+  check("sub", [tiny, tiny[:1]], F32, expect=None)
   t3 = rng.standard_normal((4, 5, 6)).astype(np.float32)
   check("mul", [t3, t3], F32)                              # merges to one dimension
   # three dimensions left after merging: no C kernel (NumPy on threads, or NumPy)
@@ -235,6 +242,61 @@ def test_misaligned_operand_falls_back(sync_small):
   assert en.stats["native"] == before
   if got is not None:
     assert_bits(got, raw + raw)
+
+
+# --- reductions: full, over leading axes (columns), over trailing axes (rows) -----------------
+def check_reduce(name, x, axes, expect="native"):
+  out_shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+  before = en.stats["native"]
+  got = en.run(name, [x], {"axes": axes}, ShapedArray(out_shape, x.dtype))
+  want = np.asarray(impls[name](x, axes=axes))
+  if expect is None:
+    assert got is None, (name, x.shape, axes)
+    return
+  assert en.stats["native"] == before + 1, (name, x.dtype, x.shape, axes)
+  assert_bits(got, want, (name, x.dtype.name, x.shape, axes))
+
+
+@needs_cc
+@pytest.mark.parametrize("dt", [F32, F64, I32, U8], ids=str)
+def test_reductions(dt, sync_small):
+  """Bit for bit the NumPy implementation: reductions over leading axes keeping fewer than
+  ``COLS_MAX`` elements (float sums: one sequential fold per column; max/min: NaN wins,
+  -0 below +0) and full float sums (``_tree_sum``'s levels), layouts classified ignoring
+  size-1 dimensions; the other reductions decline (NumPy is as fast)."""
+  n = 70_001   # float sums go native above 65,536 elements only
+  x = data(dt, n, 5)
+  fin = data(dt, n, 6)
+  if dt.kind == "f":
+    fin[~np.isfinite(fin)] = 1.0
+    fin[:4] = -0.0
+  m = fin[:70000]
+  cols = [(x[:70000].reshape(7000, 10), (0,)), (m.reshape(7000, 10), (0,)),
+          (m.reshape(35000, 2), (0,)), (m.reshape(700, 1, 100), (0, 1)),
+          (m.reshape(2, 1750, 20), (0, 1)), (m.reshape(350, 200), (0,))]
+  for a, axes in cols:
+    for name in ("reduce_sum", "reduce_max", "reduce_min"):
+      check_reduce(name, a, axes)
+  fsum = "native" if dt.kind == "f" else None
+  for a, axes in [(x, (0,)), (fin, (0,)), (fin.reshape(1, n, 1), (1,)), (fin.reshape(1, n), (0, 1)),
+                  (m.reshape(70, 1000), (0, 1))]:
+    check_reduce("reduce_sum", a, axes, expect=fsum)
+  for name, a, axes in [("reduce_max", fin, (0,)), ("reduce_sum", m.reshape(70, 1000), (0,)),
+                        ("reduce_min", m.reshape(100, 700), (1,)),
+                        ("reduce_sum", m.reshape(100, 700), (1,)),
+                        ("reduce_max", m.reshape(10, 70, 100), (0, 2)),
+                        ("reduce_max", m.reshape(700, 100).T, (0,))]:
+    check_reduce(name, a, axes, expect=None)
+  if dt == F32:   # the tree sum is accurate; -0 sums to +0 (XLA's fold from +0)
+    big = data(F32, 1 << 20, 7)
+    big[~np.isfinite(big)] = 0.0
+    got = en.run("reduce_sum", [big], {"axes": (0,)}, ShapedArray((), F32))
+    exact = np.sum(big.astype(np.float64))
+    assert abs(float(got) - exact) <= 1e-6 * np.sum(np.abs(big.astype(np.float64)))
+    z = np.full(70_000, -0.0, F32)
+    assert not np.signbit(en.run("reduce_sum", [z], {"axes": (0,)}, ShapedArray((), F32)))
+    zc = en.run("reduce_sum", [z.reshape(7000, 10)], {"axes": (0,)}, ShapedArray((10,), F32))
+    assert not np.signbit(zc).any()
 
 
 # --- transcendental functions: NumPy's own loops on threads -----------------------------------
@@ -267,7 +329,7 @@ def test_threshold_crossing(monkeypatch):
   prev = executable.set_compile_mode("sync")
   try:
     m = en.MIN_ELEMENTS
-    x = data(F32, m, 1)
+    x = data(F32, max(m, en.CONTIG_MIN_ELEMENTS), 1)   # contiguous operands: the larger one
     small = jnp.asarray(x[:m - 1])
     big = jnp.asarray(x)
     before = dict(en.stats)
@@ -291,6 +353,7 @@ def test_async_build_serves_numpy_first(monkeypatch):
   prev = executable.set_compile_mode("async")
   try:
     monkeypatch.setattr(en, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(en, "CONTIG_MIN_ELEMENTS", 0)
     monkeypatch.setattr(en, "_kernels", {})
     a = data(I64, 4099, 1)
     got = en.run("xor", [a, a[::-1]], {}, ShapedArray(a.shape, I64))
@@ -345,7 +408,8 @@ def test_no_compiler(monkeypatch):
 
 
 def test_public_api_large_ops_match_numpy_tier():
-  """selu, row normalization and the benchmark's ops, native vs NumPy, bit for bit."""
+  """selu, row normalization, reductions and the benchmark's ops, native vs NumPy, bit
+  for bit."""
   import pyjax
   prev = executable.set_compile_mode("sync")
   try:
@@ -356,7 +420,7 @@ def test_public_api_large_ops_match_numpy_tier():
       with pyjax.disable_jit():
         return [pyjax.nn.selu(xa), (Xa - Xa.mean(0)) / Xa.std(0), jnp.exp(xa), xa + xa,
                 jnp.where(xa > 0, xa, 0.5 * xa), xa.astype(jnp.int8),
-                jnp.maximum(xa, -xa)]
+                jnp.maximum(xa, -xa), jnp.sum(xa), jnp.max(xa), Xa.min(0), Xa.sum(1)]
     got = [np.asarray(r) for r in progs(jnp.asarray(x), jnp.asarray(X))]
     old = en.ENABLED
     en.ENABLED = False

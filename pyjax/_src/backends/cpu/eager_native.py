@@ -50,10 +50,18 @@ def _env_int(name, default):
 
 ENABLED = os.environ.get("PYJAX_EAGER_NATIVE", "1").strip().lower() not in (
     "0", "off", "false", "no")
-MIN_ELEMENTS = _env_int("PYJAX_EAGER_NATIVE_MIN", 1 << 18)
+# the smallest operand (or output) any route looks at: reductions and elementwise kernels
+# on broadcast or strided operands, where NumPy's per-row loops are slow
+MIN_ELEMENTS = _env_int("PYJAX_EAGER_NATIVE_MIN", 1 << 16)
+# elementwise kernels on operands that are all contiguous (or 0-d): NumPy's own loops are
+# as fast on one thread, so these go native only where the kernel runs on several threads
+CONTIG_MIN_ELEMENTS = _env_int("PYJAX_EAGER_NATIVE_CONTIG_MIN", 1 << 18)
 THREAD_MIN_ELEMENTS = _env_int("PYJAX_EAGER_THREADS_MIN", 1 << 18)   # NumPy on threads
+# kernels run on the thread pool from this many elements (below: the calling thread; at
+# 100k the pool's spinning workers slowed the NumPy ops that follow on a loaded machine)
+PAR_MIN_ELEMENTS = 1 << 18
 GRAIN = 1 << 14            # elements per chunk of the thread pool, at least
-MIN_ROW = 64               # shorter inner rows (of several): no C kernel (per-row overhead)
+MIN_ROW = 8                # shorter inner rows (of several): no C kernel (per-row overhead)
 
 # primitives with a C kernel (exact results: equal to the NumPy implementations bit for bit)
 C_PRIMS = frozenset({
@@ -67,7 +75,11 @@ THREAD_PRIMS = frozenset({
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc",
     "cbrt", "atan2", "pow", "rsqrt", "erf_inv", "lgamma", "digamma", "round", "rem",
     "nextafter", "integer_pow"})
-PRIMS = C_PRIMS | THREAD_PRIMS
+# reductions over the leading axes of a C-contiguous operand keeping few elements (NumPy
+# runs one short loop per row) and full float sums (the order
+# ``eager_reductions.sum_layout`` defines, on threads)
+REDUCE_PRIMS = frozenset({"reduce_sum", "reduce_max", "reduce_min"})
+PRIMS = C_PRIMS | THREAD_PRIMS | REDUCE_PRIMS
 
 _C_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -85,6 +97,10 @@ def run(name, bufs, params, out_aval):
   ``out_aval``'s shape and dtype), or None: the caller runs the NumPy implementation."""
   if not ENABLED:
     return None
+  if name in REDUCE_PRIMS:
+    out = _run_reduce(name, bufs[0], params["axes"], out_aval)
+    stats["native" if out is not None else "numpy"] += 1
+    return out
   shape = out_aval.shape
   n = 1
   for d in shape:
@@ -133,27 +149,26 @@ def _layout(shape, bufs):
     k = len(bufs)
     return (1, n, bufs, [0] * k, [1 if b.ndim else 0 for b in bufs],
             "".join("c" if b.ndim else "b" for b in bufs))
-  views = []
   for b in bufs:
-    if b.shape != shape:
-      if b.ndim and b.ndim != len(shape):
-        return None
-      b = np.broadcast_to(b, shape)
-    isz = b.itemsize
-    if b.ctypes.data % isz:
+    if b.ndim and b.ndim != len(shape):
       return None
-    views.append(b)
+    if b.ctypes.data % b.itemsize:
+      return None
   dims = []          # [(size, [stride per operand in elements])], outermost first
   for ax, size in enumerate(shape):
     if size == 1:
       continue
     st = []
-    for v in views:
-      s = v.strides[ax]
-      if s % v.itemsize:
+    for b in bufs:
+      if not b.ndim or b.shape[ax] == 1:
+        st.append(0)     # broadcast along this dimension
+        continue
+      s = b.strides[ax]
+      if s % b.itemsize:
         return None
-      st.append(s // v.itemsize)
+      st.append(s // b.itemsize)
     dims.append((size, st))
+  views = bufs
   merged = []
   for size, st in dims:
     if merged:
@@ -249,7 +264,7 @@ void pj_ee_entry(int64_t n0, int64_t n1, void **P, const int64_t *S0, const int6
   for (int i = 0; i < {k}; i++) {{ C.s0[i] = S0[i]; C.s1[i] = S1[i]; }}
   int64_t n = n0 * n1;
   if (n <= 0) return;
-  if (pj_parallel_for && n >= 2 * {GRAIN}) pj_parallel_for(pj_ee_range, &C, n, {GRAIN});
+  if (pj_parallel_for && n >= {PAR_MIN_ELEMENTS}) pj_parallel_for(pj_ee_range, &C, n, {GRAIN});
   else pj_ee_range(&C, 0, n);
 }}
 """
@@ -262,21 +277,21 @@ def library_source(name, params, in_dtypes, out_dtype, classes, toolchain):
                     kernel_source(name, params, in_dtypes, out_dtype, classes)])
 
 
-def _load(key, name, params, in_dtypes, out_dtype, classes):
-  """Build (or fetch from the caches) and load one kernel library; its entry or _NONE."""
+def _load_library(source, entry, ftype):
+  """Build (or fetch from the compiler's caches) and load the library whose C
+  ``source(toolchain)`` gives; its ``entry`` as a ``ftype`` function, or _NONE."""
   try:
     from pyjax._src.backends.cpu.compiler import build, cache, runtime
     tc = build.toolchain()
     if tc is None:
       return _NONE
-    lib = cache.get_library(
-        library_source(name, params, in_dtypes, out_dtype, classes, tc), tc)
+    lib = cache.get_library(source(tc), tc)
     lib.pyjax_set_runtime.argtypes = [ctypes.c_void_p] * 3
     lib.pyjax_set_runtime.restype = None
     sa, sf = runtime.scratch_addresses(tc)
     lib.pyjax_set_runtime(runtime.parallel_for_address(tc) or None, sa or None, sf or None)
     # a plain C function pointer: the call releases the GIL (the library is a PyDLL)
-    fn = _ENTRY_T(ctypes.cast(lib.pj_ee_entry, ctypes.c_void_p).value)
+    fn = ftype(ctypes.cast(getattr(lib, entry), ctypes.c_void_p).value)
     fn._pyjax_lib = lib
     stats["builds"] += 1
     return fn
@@ -287,12 +302,20 @@ def _load(key, name, params, in_dtypes, out_dtype, classes):
     return _NONE
 
 
-class _BuildJob:
-  """A background build for the compiler's worker thread (``executable._worker``)."""
+def _load(key, name, params, in_dtypes, out_dtype, classes):
+  """Build (or fetch from the caches) and load one kernel library; its entry or _NONE."""
+  return _load_library(
+      lambda tc: library_source(name, params, in_dtypes, out_dtype, classes, tc),
+      "pj_ee_entry", _ENTRY_T)
 
-  def __init__(self, key, spec):
+
+class _BuildJob:
+  """A background build for the compiler's worker thread (``executable._worker``):
+  ``load()`` gives the entry (or _NONE) stored under ``key``."""
+
+  def __init__(self, key, load):
     self.key = key
-    self.spec = spec
+    self.load = load
     self._claimed = False
     self._lock = threading.Lock()
 
@@ -304,13 +327,13 @@ class _BuildJob:
       return True
 
   def run(self):
-    fn = _load(self.key, *self.spec)
-    _kernels[self.key] = fn
+    _kernels[self.key] = self.load()
 
 
-def _kernel(name, params, in_dtypes, out_dtype, classes):
-  """The entry for this key, or None while it builds (or when it cannot exist)."""
-  key = (name, in_dtypes, out_dtype, classes)
+def _cached_kernel(key, load, supported=None):
+  """The entry stored under ``key``, or None while it builds on the compiler's thread
+  (``PYJAX_COMPILE=sync``: built now by ``load()``; ``off``: never) or when it cannot
+  exist (``supported()`` false, or the build failed)."""
   fn = _kernels.get(key)
   if fn is not None:
     return None if fn is _NONE or fn is _BUILDING else fn
@@ -320,20 +343,26 @@ def _kernel(name, params, in_dtypes, out_dtype, classes):
     return None
   with _kernels_lock:
     fn = _kernels.get(key)
-    if fn is None:
-      if not supported(name, params, in_dtypes, out_dtype):
-        _kernels[key] = _NONE
-        return None
-      _kernels[key] = _BUILDING
-      spec = (name, params, in_dtypes, out_dtype, classes)
-      if mode != "sync":
-        executable._worker().submit(_BuildJob(key, spec))
-        return None
-    else:
+    if fn is not None:
       return None if fn is _NONE or fn is _BUILDING else fn
-  fn = _load(key, *spec)
-  _kernels[key] = fn
+    if supported is not None and not supported():
+      _kernels[key] = _NONE
+      return None
+    _kernels[key] = _BUILDING
+    if mode != "sync":
+      executable._worker().submit(_BuildJob(key, load))
+      return None
+  fn = _kernels[key] = load()
   return None if fn is _NONE else fn
+
+
+def _kernel(name, params, in_dtypes, out_dtype, classes):
+  """The entry for this (primitive, dtypes, layout class), or None while it builds (or
+  when it cannot exist)."""
+  key = (name, in_dtypes, out_dtype, classes)
+  return _cached_kernel(
+      key, lambda: _load(key, name, params, in_dtypes, out_dtype, classes),
+      lambda: supported(name, params, in_dtypes, out_dtype))
 
 
 _I64x4 = ctypes.c_int64 * 4
@@ -347,15 +376,224 @@ def _run_c(name, bufs, params, out_dtype, shape, n):
   if lay is None:
     return None
   n0, n1, views, s0, s1, classes = lay
+  if n < CONTIG_MIN_ELEMENTS and n0 == 1 and "g" not in classes:
+    return None   # contiguous: NumPy is as fast on one thread
   in_dtypes = tuple(v.dtype for v in views)
   fn = _kernel(name, params if name == "convert_element_type" else {}, in_dtypes,
                out_dtype, classes)
   if fn is None:
     return None
   out = _empty(shape, out_dtype)
-  k = len(views)
+  if n0 > 1 and n1 < TILE_ROW and _tile_rows(fn, n0, n1, views, s0, s1, classes, out):
+    return out
   ptrs = _Px5(*[v.ctypes.data for v in views], out.ctypes.data)
   fn(n0, n1, ptrs, _I64x4(*s0), _I64x4(*s1))
+  return out
+
+
+TILE_ROW = 256   # shorter rows are joined into rows of at least this many elements
+
+
+def _tile_rows(fn, n0, n1, views, s0, s1, classes, out):
+  """Short rows (``n1`` elements; the kernel pays a few ns per row) run as rows of ``t *
+  n1`` elements: every operand is contiguous along the rows (outer stride ``n1``), a row
+  repeated down the rows (outer stride 0: it is tiled ``t`` times, a small copy) or a
+  scalar; the ``n0 % t`` rows left over run as they are.  False (nothing done) for other
+  layouts (a scalar per row, strided rows)."""
+  for st, c in zip(s0, classes):
+    if not ((c == "c" and (st == n1 or st == 0)) or (c == "b" and st == 0)):
+      return False
+  t = -(-TILE_ROW // n1)
+  q = n0 // t
+  if q < 2:
+    return False
+  keep, ptrs, t0 = [], [], []
+  for v, st, c in zip(views, s0, classes):
+    if st == 0 and c == "c":   # a repeated row: tile it
+      if v.flags.c_contiguous and v.size >= n1:
+        row = v.reshape(-1)[:n1]
+      else:
+        row = np.lib.stride_tricks.as_strided(v, shape=(n1,), strides=(v.itemsize,))
+      tiled = np.empty(t * n1, v.dtype)
+      tiled.reshape(t, n1)[...] = row
+      keep.append(tiled)
+      ptrs.append(tiled.ctypes.data)
+      t0.append(0)
+    else:
+      ptrs.append(v.ctypes.data)
+      t0.append(st * t)
+  fn(q, t * n1, _Px5(*ptrs, out.ctypes.data), _I64x4(*t0), _I64x4(*s1))
+  rest = n0 - q * t
+  if rest:
+    done = q * t
+    ptrs = [v.ctypes.data + done * st * v.itemsize for v, st in zip(views, s0)]
+    fn(rest, n1, _Px5(*ptrs, out.ctypes.data + done * n1 * out.itemsize), _I64x4(*s0),
+       _I64x4(*s1))
+  return True
+
+
+# --- reductions ----------------------------------------------------------------------------
+_RED_DTYPES = frozenset(np.dtype(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float32, np.float64))
+_RED_KINDS = {"cols": 0, "full": 2}
+COLS_MAX = 256    # reductions over leading axes keeping fewer elements: a native kernel
+_RED_ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_int64, ctypes.c_int)
+
+# Shared by every reduction library (T, pj_er_op and pj_er_fix defined first).
+_REDUCE_C = r"""
+typedef struct { const T *x; T *out; int64_t R, C, n; } pj_er_ctx;
+#define PJ_ER_B 256      /* columns folded together: their accumulators stay in L1 */
+/* columns [lo, hi) of the (R, C) matrix: one fold per column, row after row */
+static void pj_er_cols(void *vc, int64_t lo, int64_t hi) {
+  const pj_er_ctx *c = (const pj_er_ctx *)vc;
+  const int64_t C = c->C, R = c->R;
+  T acc[PJ_ER_B];
+  for (int64_t b = lo; b < hi; b += PJ_ER_B) {
+    const int64_t w = hi - b < PJ_ER_B ? hi - b : PJ_ER_B;
+    const T *restrict x = c->x + b;
+    for (int64_t j = 0; j < w; j++) acc[j] = x[j];
+    for (int64_t i = 1; i < R; i++) {
+      const T *restrict xi = x + i * C;
+#pragma omp simd
+      for (int64_t j = 0; j < w; j++) acc[j] = pj_er_op(acc[j], xi[j]);
+    }
+    for (int64_t j = 0; j < w; j++) c->out[b + j] = acc[j];
+  }
+}
+/* a few columns (C <= 16): their accumulators in registers, the row loop unrolled */
+#define PJ_ER_COLS_N(N)                                                                   \
+static void pj_er_cols_##N(const T *restrict x, T *restrict out, int64_t R) {             \
+  T acc[N];                                                                               \
+  for (int j = 0; j < N; j++) acc[j] = x[j];                                              \
+  for (int64_t i = 1; i < R; i++) {                                                       \
+    const T *restrict xi = x + i * N;                                                     \
+    _Pragma("GCC unroll 16") for (int j = 0; j < N; j++) acc[j] = pj_er_op(acc[j], xi[j]); \
+  }                                                                                       \
+  for (int j = 0; j < N; j++) out[j] = acc[j];                                            \
+}
+PJ_ER_COLS_N(2) PJ_ER_COLS_N(3) PJ_ER_COLS_N(4) PJ_ER_COLS_N(5) PJ_ER_COLS_N(6)
+PJ_ER_COLS_N(7) PJ_ER_COLS_N(8) PJ_ER_COLS_N(9) PJ_ER_COLS_N(10) PJ_ER_COLS_N(11)
+PJ_ER_COLS_N(12) PJ_ER_COLS_N(13) PJ_ER_COLS_N(14) PJ_ER_COLS_N(15) PJ_ER_COLS_N(16)
+static void pj_er_cols_run(const T *x, T *out, int64_t R, int64_t C) {
+  switch (C) {
+#define PJ_ER_CASE(N) case N: pj_er_cols_##N(x, out, R); return;
+    PJ_ER_CASE(2) PJ_ER_CASE(3) PJ_ER_CASE(4) PJ_ER_CASE(5) PJ_ER_CASE(6) PJ_ER_CASE(7)
+    PJ_ER_CASE(8) PJ_ER_CASE(9) PJ_ER_CASE(10) PJ_ER_CASE(11) PJ_ER_CASE(12)
+    PJ_ER_CASE(13) PJ_ER_CASE(14) PJ_ER_CASE(15) PJ_ER_CASE(16)
+#undef PJ_ER_CASE
+    default: break;
+  }
+  pj_er_ctx ctx = {x, out, R, C, R * C};
+  if (pj_parallel_for && R * C >= PJ_ER_PAR && C >= 2 * PJ_ER_B)
+    pj_parallel_for(pj_er_cols, &ctx, C, PJ_ER_B);
+  else pj_er_cols(&ctx, 0, C);
+}
+static void pj_er_full(const T *x, T *out, int64_t n);
+void pj_er_entry(const void *xv, void *outv, int64_t R, int64_t C, int kind) {
+  const T *x = (const T *)xv;
+  T *out = (T *)outv;
+  if (kind == 0) {
+    pj_er_cols_run(x, out, R, C);
+    for (int64_t j = 0; j < C; j++) out[j] = pj_er_fix(out[j]);
+  } else {
+    pj_er_full(x, out, R * C);
+  }
+}
+"""
+
+# full float sum in eager_reductions._tree_sum's order: levels of 32 equal slices added in
+# order (the columns of a (32, k) matrix), the leftover elements appended, then the last 32
+# or fewer folded in order; never -0
+_REDUCE_FULL_SUM_C = r"""
+static void pj_er_full(const T *x, T *out, int64_t n) {
+  T *buf = NULL, *other = NULL;
+  const T *src = x;
+  int64_t m = n;
+  if (m > 32) {
+    buf = (T *)malloc(sizeof(T) * (size_t)(n / 32 + 32) * 2);
+    if (!buf) { out[0] = (T)NAN; return; }
+    other = buf + n / 32 + 32;
+  }
+  T *dst = buf;
+  while (m > 32) {
+    int64_t k = m / 32, t = m - 32 * k;
+    if (k == 1) {
+      T a = src[0];
+      for (int i = 1; i < 32; i++) a = a + src[i];
+      dst[0] = a;
+    } else {
+      pj_er_cols_run(src, dst, 32, k);
+    }
+    memcpy(dst + k, src + 32 * k, sizeof(T) * (size_t)t);
+    src = dst;
+    m = k + t;
+    dst = dst == buf ? other : buf;
+  }
+  T a = src[0];
+  for (int64_t i = 1; i < m; i++) a = a + src[i];
+  out[0] = a + (T)0;
+  free(buf);
+}
+"""
+
+
+def reduce_source(name, dtype):
+  """The C of one reduction library, ``name`` on ``dtype``: ``pj_er_entry(x, out, R, C,
+  kind)`` reduces the C-contiguous (R, C) matrix ``x`` over its rows (kind 0, "cols":
+  ``out[j]`` folds ``x[0, j], x[1, j], ...`` in that order) or, for float sums, entirely
+  (kind 2, "full": in ``eager_reductions._tree_sum``'s order).  Float sums never give -0
+  (XLA's fold starts from +0); max/min are XLA's (NaN wins, -0 below +0: ``lower_c``'s
+  helpers).  Full max/min/integer sums and reductions over trailing axes stay on NumPy,
+  whose SIMD loops are as fast."""
+  from pyjax._src.backends.cpu.compiler import lower_c as L
+  d = np.dtype(dtype)
+  float_sum = name == "reduce_sum" and d.kind == "f"
+  head = "\n".join([
+      f"typedef {L.storage_type(d)} T;",
+      f"#define PJ_ER_PAR {PAR_MIN_ELEMENTS}",
+      f"static inline T pj_er_op(T a, T b) {{ return {L.combine(name, d, 'a', 'b')}; }}",
+      f"static inline T pj_er_fix(T v) {{ return {'v + (T)0' if float_sum else 'v'}; }}"])
+  full = _REDUCE_FULL_SUM_C if float_sum else (
+      "static void pj_er_full(const T *x, T *out, int64_t n) { (void)x; (void)out; (void)n; }\n")
+  return head + _REDUCE_C + full
+
+
+def _load_reduce(name, dtype):
+  """Build (or fetch from the caches) and load one reduction library; its entry or _NONE."""
+  def source(tc):
+    from pyjax._src.backends.cpu.compiler import cmodule, lower_c
+    return "\n".join([lower_c.prelude(tc.float16, tc.mvec), cmodule._RUNTIME_DECL,
+                      reduce_source(name, dtype)])
+  return _load_library(source, "pj_er_entry", _RED_ENTRY_T)
+
+
+def _run_reduce(name, x, axes, out_aval):
+  """``name`` over ``axes`` of the C-contiguous ``x`` on a native kernel, or None.  Float
+  sums only above ``eager_reductions._ORDERED_MAX_SIZE`` elements (smaller ones follow
+  XLA's order) and only for the layouts whose order the NumPy implementation defines
+  (``sum_layout``'s "full" and "cols")."""
+  from pyjax._src.backends.cpu import eager_reductions as er
+  d = x.dtype
+  n = x.size
+  if (n < MIN_ELEMENTS or d not in _RED_DTYPES or out_aval.dtype != d or not axes
+      or not x.flags.c_contiguous or x.ctypes.data % x.itemsize):
+    return None
+  lay = er.sum_layout(x.shape, sorted(axes))
+  if lay is None:
+    return None
+  kind, R, C = lay
+  float_sum = name == "reduce_sum" and d.kind == "f"
+  if float_sum and n <= er._ORDERED_MAX_SIZE:
+    return None
+  if not ((kind == "cols" and C < COLS_MAX) or (kind == "full" and float_sum)):
+    return None   # NumPy's SIMD loops are as fast
+  fn = _cached_kernel(("reduce", name, d), lambda: _load_reduce(name, d))
+  if fn is None:
+    return None
+  out = _empty(out_aval.shape, d)
+  fn(x.ctypes.data, out.ctypes.data, R, C, _RED_KINDS[kind])
   return out
 
 

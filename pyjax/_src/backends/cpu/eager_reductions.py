@@ -116,8 +116,11 @@ def _arith_reduce(x, axes, ufunc, ident, ordered=False):
     return out
   axes = tuple(sorted(axes))
   if x.size > _ORDERED_MAX_SIZE and not _is_small_float(x.dtype) and not ordered:
-    if ufunc is np.add and len(axes) == x.ndim and d in _LARGE_SUM:
-      return _tree_sum(x)
+    if ufunc is np.add and d in _LARGE_SUM:
+      lay = sum_layout(x.shape, axes)
+      if lay is not None and lay[0] != "rows":
+        out_shape = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+        return large_sum(x, lay).reshape(out_shape)
     # large float32/64 and complex: NumPy's pairwise summation (as accurate, much faster;
     # may differ from XLA in the last bits)
     return ufunc.reduce(x, axis=axes, dtype=x.dtype)
@@ -142,17 +145,61 @@ _ZEROS = {d: np.zeros((), d) for d in _INEXACT}
 _LARGE_SUM = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 
 
+def sum_layout(shape, axes):
+  """How a large float sum of a C-contiguous operand of ``shape`` over ``axes`` (sorted)
+  is ordered, ignoring dimensions of size 1: ``("full", n, 1)`` (every dimension longer
+  than 1 reduced: ``_tree_sum``), ``("cols", R, C)`` (the leading ``R`` elements' worth of
+  dimensions reduced, the trailing ``C`` kept: one sequential fold per column, row after
+  row), ``("rows", R, C)`` (the trailing dimensions reduced: NumPy's pairwise order per
+  row) or None (reduced and kept dimensions interleave, or nothing is reduced).  The
+  native kernels (``eager_native.py``) compute "full" and "cols" in the same order, bit
+  for bit."""
+  red, R, C, pattern = set(axes), 1, 1, []
+  for i, n in enumerate(shape):
+    if n == 1:
+      continue
+    r = i in red
+    if r:
+      R *= n
+    else:
+      C *= n
+    if not pattern or pattern[-1] != r:
+      pattern.append(r)
+  if pattern == [True]:
+    return ("full", R, 1)
+  if pattern == [True, False]:
+    return ("cols", R, C)
+  if pattern == [False, True]:
+    return ("rows", C, R)
+  return None
+
+
+def large_sum(x, lay):
+  """The float32/float64 sum of ``x`` for ``sum_layout``'s "full" or "cols" layout ``lay``
+  (flat: the kept elements in row-major order), never -0 (XLA's fold starts from +0)."""
+  if lay[0] == "full":
+    return np.asarray(_tree_sum(x))
+  # sequential over rows: NumPy's reduction over the leading axis of a C-contiguous
+  # matrix with more than one column adds row after row
+  return np.add.reduce(np.reshape(x, lay[1:]), axis=0) + _ZEROS[x.dtype]
+
+
 def _tree_sum(x):
   """Sum of a large float32/float64 array by levels of 32-way vectorized adds: each level
-  adds 32 equal slices elementwise (NumPy's contiguous row reduction, SIMD and memory
-  bound), so it is faster than NumPy's pairwise sum and as accurate (each value takes
-  part in about log32(n) roundings)."""
+  adds 32 equal slices elementwise, in order (NumPy's reduction over the leading axis of
+  a (32, k) matrix, k > 1; SIMD and memory bound), the ``size % 32`` elements left over
+  are appended, and the last 32 or fewer are folded in order.  Faster than NumPy's
+  pairwise sum and as accurate (each value takes part in about log32(n) roundings); the
+  native kernel (``eager_native.py``) computes the same bits."""
   s = np.ascontiguousarray(x).reshape(-1)
   while s.size > _SPLIT:
     m = s.size - s.size % _SPLIT
-    head = np.add.reduce(s[:m].reshape(_SPLIT, -1), axis=0)
+    if m == _SPLIT:   # (32, 1): NumPy would sum the column pairwise
+      head = np.add.accumulate(s[:m])[-1:]
+    else:
+      head = np.add.reduce(s[:m].reshape(_SPLIT, -1), axis=0)
     s = np.concatenate([head, s[m:]]) if m != s.size else head
-  return np.add.reduce(s) + _ZEROS[s.dtype]  # never -0, as XLA's fold from +0
+  return np.add.accumulate(s)[-1] + _ZEROS[s.dtype]  # never -0, as XLA's fold from +0
 
 
 _F32_F64 = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
