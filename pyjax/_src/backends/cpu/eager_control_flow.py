@@ -289,11 +289,14 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts, _fini
 
 # --- scan -------------------------------------------------------------------------------
 @register("scan")
-def _scan_impl(*args, reverse, length, num_consts, num_carry, jaxpr, unroll=1, **_):
+def _scan_impl(*args, reverse, length, num_consts, num_carry, jaxpr, unroll=1,
+               _body_native=True, **_):
+  """``_body_native=False``: the body on the plan whatever the loop's length (the caller,
+  ``loop_native.py``, has its whole loop built in the background instead)."""
   consts = list(args[:num_consts])
   carry = list(args[num_consts:num_consts + num_carry])
   xs = args[num_consts + num_carry:]
-  run = _loop_runner(jaxpr, length)
+  run = _loop_runner(jaxpr, length) if _body_native else _plan(jaxpr).run
   y_avals = jaxpr.out_avals[num_carry:]
   ys = [np.empty((length,) + tuple(a.shape), a.dtype) for a in y_avals]
   order = range(length - 1, -1, -1) if reverse else range(length)

@@ -178,7 +178,9 @@ def eqn_impl(eqn, numpy_impl):
           stats["native"] += 1
           return fn(*bufs)
         if loop.prog is not _NONE:
-          loop.queue()
+          loop.queue()   # the plan runs this call, its body on the plan too
+          stats["plan"] += 1
+          return numpy_impl(*bufs, _body_native=False, **params)
       stats["plan"] += 1
       return numpy_impl(*bufs, **params)
     run_scan.__name__ = "loop_scan"
