@@ -168,6 +168,44 @@ def test_dots_same_bits_on_both_tiers(m, k, n):
   np.testing.assert_allclose(want[0], a @ b, rtol=1e-4, atol=1e-3)
 
 
+_SPLIT_DOTS = r"""
+import sys
+import numpy as np
+import pyjax
+from pyjax import lax
+rng = np.random.default_rng(7)
+shapes = [(16, 512, 33), (16, 512, 2048), (200, 300, 50), (130, 784, 512), (64, 256, 100)]
+args = [(rng.standard_normal((m, k)).astype(np.float32),
+         rng.standard_normal((k, n)).astype(np.float32)) for m, k, n in shapes]
+x = rng.standard_normal((16, 8, 8, 3)).astype(np.float32)
+w = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
+conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                             dimension_numbers=("NHWC", "HWIO", "NHWC"))
+f = pyjax.jit(lambda args, x, w: [a @ b for a, b in args] + [b.T @ a.T for a, b in args]
+              + list(pyjax.grad(lambda x, w: (conv(x, w) ** 2).sum(), (0, 1))(x, w)))
+np.savez(sys.argv[1], *[np.asarray(o) for o in f(args, x, w)])
+"""
+
+
+@needs_cc
+def test_dot_bits_do_not_depend_on_threads_or_tier(tmp_path):
+  """OpenBLAS's bits depend on each call's shape; a product split over the thread pool runs
+  in blocks fixed by the shapes (compiler/dot.py's block_size), and the NumPy tier makes the
+  same calls, so 1 or 3 pool threads (or a loaded pool running serially) and either tier
+  give one answer.  The split used to follow the thread count: a loaded run differed."""
+  runs = []
+  for mode, threads in (("off", "2"), ("sync", "1"), ("sync", "3")):
+    out = tmp_path / f"{mode}{threads}.npz"
+    env = dict(os.environ, PYJAX_COMPILE=mode, PYJAX_NUM_THREADS=threads)
+    r = subprocess.run([sys.executable, "-c", _SPLIT_DOTS, str(out)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    with np.load(out) as z:
+      runs.append([z[k] for k in z.files])
+  _assert_bits(runs[0], runs[1], "NumPy tier vs native on 1 thread")
+  _assert_bits(runs[0], runs[2], "NumPy tier vs native on 3 threads")
+
+
 @needs_cc
 @pytest.mark.xfail(reason="the native tier's operand layouts (BLAS transpose flags, chosen by "
                    "compiler/dot.py's canonicalization) can differ from the NumPy tier's "

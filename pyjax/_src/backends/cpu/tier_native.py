@@ -33,6 +33,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu import eager_native as _en
 from pyjax._src.backends.cpu import tier_random as _tr
+from pyjax._src.backends.cpu.compiler import dot as _dot
 
 ENABLED = os.environ.get("PYJAX_TIER_NATIVE", "1").strip().lower() not in (
     "0", "off", "false", "no")
@@ -92,6 +93,9 @@ def _blas_dot(numpy_impl):
     out = np.empty((nb, m, n), d)
     # BLAS single-threaded, as the native tier runs it: OpenBLAS's threaded driver blocks
     # the contraction differently (other bits once k > 2 * GEMM_Q)
+    # a single product runs in the native tier's blocks of rows or columns (OpenBLAS's
+    # bits depend on each call's shape: compiler/dot.py's block_size)
+    bs = _dot.block_size(m, n, k, nb)
     with _blas_one_thread():
       for i in range(nb):
         # row-major C = A B is column-major C^T = B^T A^T; an operand that is a transposed
@@ -104,8 +108,16 @@ def _blas_dot(numpy_impl):
           ai = np.ascontiguousarray(ai)
         if not tb:
           bi = np.ascontiguousarray(bi)
-        out[i] = gemm(1.0, bi if tb else bi.T, ai if ta else ai.T, trans_a=int(tb),
-                      trans_b=int(ta)).T
+        rows = m >= n
+        for s0 in (range(0, m if rows else n, bs) if nb <= 1 else (0,)):
+          sl = slice(s0, s0 + bs) if nb <= 1 else slice(None)
+          ab, bb = (ai[sl], bi) if rows else (ai, bi[:, sl])
+          cb = gemm(1.0, bb if tb else bb.T, ab if ta else ab.T, trans_a=int(tb),
+                    trans_b=int(ta)).T
+          if rows:
+            out[i, sl] = cb
+          else:
+            out[i, :, sl] = cb
     return out.reshape(shape)
   run.__name__ = "tier_dot_general"
   return run

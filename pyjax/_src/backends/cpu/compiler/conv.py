@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import dot as _dot
 from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler.ir import Value
 from pyjax._src.backends.cpu.compiler.ir import strides as _strides
@@ -474,7 +475,8 @@ def _gemm_source(node, name, g):
     L.append(f"    if (pj_parallel_for && {R * K} >= 32768) "
              f"pj_parallel_for({name}_im2col, (void *)&cx, {n0}, {grain});")
     L.append(f"    else {name}_im2col((void *)&cx, 0, {n0});")
-    L.append(f"    pj_gemm_job job = {{{dbl}, {ta}, {tb}, {R}, {og}, {K}, 1, A, Bm, Cp}};")
+    L.append(f"    pj_gemm_job job = {{{dbl}, {ta}, {tb}, {R}, {og}, {K}, 1, A, Bm, Cp, "
+             f"{_dot.block_size(R, og, K, 1)}}};")
     L.append("    pj_gemm_run(&job);")
   else:
     nblk = -(-R // BR)

@@ -16,8 +16,6 @@ from __future__ import annotations
 import ctypes
 import math
 
-import numpy as np
-
 from pyjax._src.backends.cpu.compiler import gemm_c
 from pyjax._src.backends.cpu.compiler import lower_c as L
 from pyjax._src.backends.cpu.compiler.ir import Node, Value, dot_dims as _dims
@@ -97,7 +95,7 @@ def emit_call(node, slot, ctype_of):
   """C statements computing the dot ``node``; ``slot(v)`` gives a value's pointer
   expression.  The product runs through ``pj_gemm_par`` (GEMM_HELPERS): BLAS itself runs
   single-threaded and pyjax's pool splits the work (batch items, or blocks of the larger
-  of the output's rows and columns) across threads."""
+  of the output's rows and columns: ``block_size``) across threads."""
   lhs, rhs = node.ins
   out = node.outs[0]
   tl, tr = orientation(node)
@@ -118,17 +116,37 @@ def emit_call(node, slot, ctype_of):
   else:
     dbl = 1 if out.dtype == L.F64 else 0
     lines.append(f"  pj_gemm_job job = {{{dbl}, {int(tl)}, {int(tr)}, {m}, {n}, {k}, {nb}, "
-                 f"pa, pb, pc}};")
+                 f"pa, pb, pc, {block_size(m, n, k, nb)}}};")
     lines.append("  pj_gemm_run(&job);")
   lines.append("}")
   return lines
 
 
+def block_size(m, n, k, nb):
+  """Rows of C (when ``m >= n``) or columns of C that one BLAS call computes in a single
+  product (``nb <= 1``; a batched product makes one call per item).  OpenBLAS's bits
+  depend on the shape of each call (its small-matrix and edge kernels accumulate in other
+  orders), so the blocks are a function of the shapes alone -- never of the thread count
+  or of the load (a busy pool runs the same blocks serially) -- and the NumPy tier makes
+  the same calls (``tier_native``): a product gives the same bits on every tier, machine
+  and load.  One block below 2**18 multiply-adds, else blocks of at least 128 (a multiple
+  of 16), at most 8."""
+  if nb > 1:
+    return 0
+  u, v = (m, n) if m >= n else (n, m)
+  if u * v * k < 1 << 18:
+    return max(u, 1)
+  bs = max(128, -(-u // 8))
+  return min(-(-bs // 16) * 16, max(u, 1))
+
+
 GEMM_HELPERS = r"""
 /* Row-major C[m,n] = A[m,k] B[k,n] (A stored k x m when ta, B stored n x k when tb), per
    batch item, on Fortran BLAS (column-major: C^T = B^T A^T).  Work is split over batch
-   items, or over blocks of rows (or columns) of C, on pyjax's thread pool. */
-typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; } pj_gemm_job;
+   items, or over blocks of ``bs`` rows (m >= n) or columns of C (dot.block_size: fixed by
+   the shapes, so the bits never depend on the threads), on pyjax's thread pool. */
+typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; int64_t bs; }
+  pj_gemm_job;
 
 static void pj_gemm_block(const pj_gemm_job *J, int64_t bi, int64_t r0, int64_t r1,
                           int64_t c0, int64_t c1) {
@@ -151,27 +169,34 @@ static void pj_gemm_block(const pj_gemm_job *J, int64_t bi, int64_t r0, int64_t 
   }
 }
 
+/* units [lo, hi): batch items, or blocks of bs rows / columns; one BLAS call each */
 static void pj_gemm_range(void *ctx, int64_t lo, int64_t hi) {
   const pj_gemm_job *J = (const pj_gemm_job *)ctx;
-  if (J->nb > 1) {
-    for (int64_t bi = lo; bi < hi; bi++) pj_gemm_block(J, bi, 0, J->m, 0, J->n);
-  } else if (J->m >= J->n) {
-    pj_gemm_block(J, 0, lo, hi, 0, J->n);
-  } else {
-    pj_gemm_block(J, 0, 0, J->m, lo, hi);
+  for (int64_t u = lo; u < hi; u++) {
+    if (J->nb > 1) {
+      pj_gemm_block(J, u, 0, J->m, 0, J->n);
+      continue;
+    }
+    int64_t bs = J->bs > 0 ? J->bs : (J->m >= J->n ? J->m : J->n);
+    int64_t a0 = u * bs, a1 = a0 + bs;
+    if (J->m >= J->n) {
+      pj_gemm_block(J, 0, a0, a1 < J->m ? a1 : J->m, 0, J->n);
+    } else {
+      pj_gemm_block(J, 0, 0, J->m, a0, a1 < J->n ? a1 : J->n);
+    }
   }
 }
 
 static void pj_gemm_run(pj_gemm_job *J) {
-  int64_t units = J->nb > 1 ? J->nb : (J->m >= J->n ? J->m : J->n);
-  int64_t per_unit = J->nb > 1 ? J->m * J->n * J->k : (J->m >= J->n ? J->n : J->m) * J->k;
-  int64_t grain = (1 << 17) / (per_unit > 0 ? per_unit : 1);
-  if (grain < 1) grain = 1;
-  /* one block per thread for a single product: each BLAS call packs the shared operand
-     again, so more blocks cost more (at least 16 rows/columns per block) */
-  if (J->nb <= 1) grain = -(grain < 16 ? 16 : grain);
-  if (pj_parallel_for && units * per_unit >= (1 << 18))
-    pj_parallel_for(pj_gemm_range, (void *)J, units, grain);
+  int64_t units;
+  if (J->nb > 1) {
+    units = J->nb;
+  } else {
+    int64_t u = J->m >= J->n ? J->m : J->n, bs = J->bs > 0 ? J->bs : u;
+    units = bs > 0 ? (u + bs - 1) / bs : 0;
+  }
+  if (pj_parallel_for && units > 1 && J->m * J->n * J->k * (J->nb > 1 ? J->nb : 1) >= (1 << 18))
+    pj_parallel_for(pj_gemm_range, (void *)J, units, 1);
   else
     pj_gemm_range((void *)J, 0, units);
 }
@@ -221,6 +246,3 @@ def blas_pointers():
     except Exception:  # noqa: BLE001  -- no SciPy BLAS: dots run on NumPy
       _ptrs = (0, 0)
   return _ptrs
-
-
-_ = np
