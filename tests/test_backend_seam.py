@@ -169,3 +169,18 @@ def test_compile_goes_through_the_backend(testcpu):
       return feature != "jit"
   with pytest.raises(RuntimeError, match="cannot compile for the 'nojit' backend"):
     compiler.backend_compile_and_load(NoJit("nojit", 1), None, None, "f")
+
+
+def test_eager_jit_equation_on_second_platform(testcpu):
+  from pyjax._src import core
+  t0 = pyjax.devices("testcpu")[0]
+  closed = pyjax.make_jaxpr(lambda x, y: pyjax.jit(lambda a, b: a * b)(x, y))(1.0, 2.0)
+  assert [e.primitive.name for e in closed.jaxpr.eqns] == ["jit"]
+  x = pyjax.device_put(jnp.float32(3.0), t0)
+  out, = core.eval_jaxpr(closed.jaxpr, closed.consts, x, 2.0)   # jit_p's impl
+  assert out.devices() == {t0} and out.committed and float(out) == 6.0
+  c = pyjax.device_put(jnp.float32(1.0), pyjax.devices("cpu")[0])
+  with pytest.raises(ValueError, match=r"^Received incompatible devices for jitted "
+                     r"computation. Got argument .* on platform CPU and argument .* on "
+                     r"platform TESTCPU$"):
+    core.eval_jaxpr(closed.jaxpr, closed.consts, c, x)

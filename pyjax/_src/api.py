@@ -347,24 +347,53 @@ def _fun_cache(wrapped):
 def _compile_entry(entry, device):
   exe = entry.executables.get(device)
   if exe is None:
-    from pyjax._src.compiler import compile_for_device
-    name = f"jit({entry.name})"
-    level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
-    if _pxla_logger.isEnabledFor(level):
-      avals = entry.closed.in_avals
-      shapes = "(" + ", ".join(map(repr, avals)) + ("," if len(avals) == 1 else "") + ")"
-      mapping = "(" + ", ".join("UnspecifiedValue" for _ in avals) + ("," if len(avals) == 1 else "") + ")"
-      _pxla_logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.",
-                       name, shapes, mapping)
-    t0 = time.perf_counter()
-    with _monitoring.record_elapsed(_monitoring.BACKEND_COMPILE_EVENT, name):
-      exe = compile_for_device(entry.closed, device, entry.name, _donation_pairs(entry))
-    if _dispatch_logger.isEnabledFor(level):
-      _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", name,
-                           time.perf_counter() - t0)
+    exe = _compile(entry.executables, entry.closed, device, entry.name, _donation_pairs(entry))
     _warn_unusable_donations(entry)
-    entry.executables[device] = exe
   return exe
+
+
+def _compile(executables, closed, device, name, donate=()):
+  """Compile ``closed`` for ``device`` by the device's backend (``compiler``), logged
+  and timed as JAX does, and remember it in ``executables[device]``.  Every jitted
+  execution (a ``jit`` call, an eager ``jit`` equation) compiles here."""
+  from pyjax._src.compiler import compile_for_device
+  label = f"jit({name})"
+  level = logging.WARNING if _log_compiles_flag.value else logging.DEBUG
+  if _pxla_logger.isEnabledFor(level):
+    avals = closed.in_avals
+    shapes = "(" + ", ".join(map(repr, avals)) + ("," if len(avals) == 1 else "") + ")"
+    mapping = "(" + ", ".join("UnspecifiedValue" for _ in avals) + ("," if len(avals) == 1 else "") + ")"
+    _pxla_logger.log(level, "Compiling %s with global shapes and types %s. Argument mapping: %s.",
+                     label, shapes, mapping)
+  t0 = time.perf_counter()
+  with _monitoring.record_elapsed(_monitoring.BACKEND_COMPILE_EVENT, label):
+    exe = compile_for_device(closed, device, name, donate)
+  if _dispatch_logger.isEnabledFor(level):
+    _dispatch_logger.log(level, "Finished compilation of %s in %.9f sec", label,
+                         time.perf_counter() - t0)
+  executables[device] = exe
+  return exe
+
+
+def _committed_device(args, conflict, *info):
+  """(device, True) for the device the committed Arrays among ``args`` are on, (None,
+  False) when none is committed; inputs committed to different devices raise
+  ``conflict(*info, args)`` (JAX's "Received incompatible devices for jitted
+  computation")."""
+  found = None
+  for x in args:
+    if type(x) is ArrayImpl and x._committed:
+      if found is None:
+        found = x._device
+      elif x._device is not found:
+        raise conflict(*info, args)
+  return (found, True) if found is not None else (None, False)
+
+
+def _jit_eqn_conflict(args):
+  """The incompatible-devices error of an eager ``jit`` equation."""
+  return dispatch._device_error(
+      jit_p, args, [x._device if type(x) is ArrayImpl and x._committed else None for x in args])
 
 
 def _donation_plan(entry):
@@ -754,19 +783,7 @@ class JitWrapped:
     dev = self._param_device()
     if dev is not None:
       return dev, True
-    found = None
-    conflict = False
-    for x in leaves:
-      if type(x) is ArrayImpl and x._committed:
-        if found is None:
-          found = x._device
-        elif x._device is not found:
-          conflict = True
-    if conflict:
-      raise _device_conflict(entry, leaves)
-    if found is not None:
-      return found, True
-    return None, False
+    return _committed_device(leaves, _device_conflict, entry)
 
   def _run_eager(self, entry, args, kwargs, leaves):
     dev, committed = self._placement(entry, leaves)
@@ -978,26 +995,18 @@ def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
   """Eager evaluation of a ``jit`` equation (``jit_p.impl``): compiled once per jaxpr
   and device."""
   del params
-  dev, committed = None, False
   s = in_shardings[0] if in_shardings else None
   if isinstance(s, SingleDeviceSharding):
     dev, committed = s._device, True
   else:
-    for x in args:
-      if type(x) is ArrayImpl and x._committed:
-        if dev is None:
-          dev, committed = x._device, True
-        elif x._device is not dev:
-          devs = [x._device if type(x) is ArrayImpl and x._committed else None for x in args]
-          raise dispatch._device_error(jit_p, args, devs)
+    dev, committed = _committed_device(args, _jit_eqn_conflict)
   exe_dev = dev if dev is not None else _devices.default_device()
   cache = _impl_cache.get(jaxpr)
   if cache is None:
     cache = _impl_cache[jaxpr] = {}
   exe = cache.get(exe_dev)
   if exe is None:
-    from pyjax._src.compiler import compile_for_device
-    exe = cache[exe_dev] = compile_for_device(jaxpr, exe_dev, name)
+    exe = _compile(cache, jaxpr, exe_dev, name)
   bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
   outs = _execute(exe, bufs)
   arrays = [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
