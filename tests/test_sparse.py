@@ -292,6 +292,11 @@ def test_arithmetic():
   _same(s.sum(0).todense(), A.sum(0))
   with pytest.raises(NotImplementedError, match="silent densification"):
     s + 1.0
+  p = sparse.BCOO.fromdense(W, nse=3) * s          # one slot per pair of stored elements
+  assert p.nse == 3 * s.nse
+  _same(p.todense(), np.where(np.asarray(sparse.BCOO.fromdense(W, nse=3).todense()) != 0,
+                              W, 0) * A)
+  _same(sparse.sparsify(lambda x, y: x * y)(s, s).todense(), A * A)
 
 
 def test_reshape():

@@ -259,7 +259,8 @@ class BCOO:
     if _is_scalar(other):
       return self._scaled(self.data * other)
     if isinstance(other, BCOO):
-      return NotImplemented
+      from pyjax._src.sparse.layout import bcoo_multiply_sparse
+      return bcoo_multiply_sparse(self, other)
     return self._scaled(bcoo_multiply_dense(self, other))
 
   __rmul__ = __mul__

@@ -11,7 +11,7 @@ import numpy as np
 from pyjax._src.sparse.bcoo_array import BCOO
 from pyjax._src.sparse.util import SparseEfficiencyError, SparseEfficiencyWarning
 
-__all__ = ["bcoo_update_layout", "bcoo_concatenate"]
+__all__ = ["bcoo_update_layout", "bcoo_concatenate", "bcoo_multiply_sparse"]
 
 
 def _full_batch(data, indices, nb):
@@ -201,3 +201,46 @@ def bcoo_concatenate(operands, *, dimension):
   shape = list(operands[0].shape)
   shape[dimension] = sum(op.shape[dimension] for op in operands)
   return BCOO((data, indices), shape=tuple(shape))
+
+
+def bcoo_multiply_sparse(lhs, rhs):
+  """Elementwise product of two BCOO arrays (``lhs * rhs``), with JAX's layout: one slot
+  per pair of stored elements (``lhs.nse * rhs.nse`` per batch), the pairs whose indices
+  match first (in row-major pair order) and the rest padding.  Like JAX's, it compares
+  every pair of stored elements (O(lhs.nse * rhs.nse) memory)."""
+  from pyjax import numpy as jnp
+  from pyjax._src.api_vmap import vmap
+  if lhs.ndim != rhs.ndim:
+    raise TypeError("bcoo_multiply_sparse: arrays must have same number of dimensions, "
+                    f"got {lhs.shape}, {rhs.shape}")
+  if lhs.n_dense != rhs.n_dense:
+    raise NotImplementedError("bcoo_multiply_sparse: arrays with differing numbers of "
+                              f"dense dimensions: {lhs!r}, {rhs!r}")
+  out_shape = tuple(np.broadcast_shapes(lhs.shape, rhs.shape))
+  nb = min(lhs.n_batch, rhs.n_batch)
+  if lhs.n_batch > nb:
+    lhs = bcoo_update_layout(lhs, n_batch=nb)
+  if rhs.n_batch > nb:
+    rhs = bcoo_update_layout(rhs, n_batch=nb)
+  lshape, rshape = lhs.shape[nb:], rhs.shape[nb:]
+  ns = lhs.n_sparse
+  dims = np.array([i for i in range(ns) if lshape[i] != 1 and rshape[i] != 1], np.int32)
+
+  def one(ld, li, rd, ri):
+    nse = li.shape[0] * ri.shape[0]
+    mask = jnp.all(li[:, None, dims] == ri[None, :, dims], axis=-1)
+    il, ir = jnp.nonzero(mask, size=nse, fill_value=(li.shape[0], ri.shape[0]))
+    data = (ld.at[il].get(mode="fill", fill_value=0) * rd.at[ir].get(mode="fill", fill_value=0))
+    indices = jnp.maximum(li.at[il].get(mode="fill", fill_value=max(lshape, default=0)),
+                          ri.at[ir].get(mode="fill", fill_value=max(rshape, default=0)))
+    return data, indices
+
+  for _ in range(nb):
+    one = vmap(one)
+  ld, li, rd, ri = lhs.data, lhs.indices, rhs.data, rhs.indices
+  if nb:   # broadcast size-1 batch dimensions of the buffers against each other
+    bshape = tuple(out_shape[:nb])
+    ld, rd = (jnp.broadcast_to(x, bshape + x.shape[nb:]) for x in (ld, rd))
+    li, ri = (jnp.broadcast_to(x, bshape + x.shape[nb:]) for x in (li, ri))
+  data, indices = one(ld, li, rd, ri)
+  return BCOO((data, indices), shape=out_shape)

@@ -9,7 +9,7 @@ rule raises JAX's NotImplementedError ("sparse rule for ... is not implemented")
 
 Differs from JAX: only the jaxpr-interpreter form exists (``use_tracer`` is accepted and
 ignored); control flow (``cond``, ``while``, ``scan``), ``broadcast_in_dim``,
-``dynamic_slice``, ``rev`` and sparse-times-sparse ``mul`` have no rules yet.
+``dynamic_slice`` and ``rev`` have no rules yet.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _unary(prim, x, params):
 
 def _mul(prim, x, y, params):
   if _is_sparse(x) and _is_sparse(y):
-    _unimplemented("mul of two sparse arrays (bcoo_multiply_sparse)")
+    return L.bcoo_multiply_sparse(x, y)
   sp, other = (x, y) if _is_sparse(x) else (y, x)
   if not core.get_aval(other).shape:
     return _with_data(sp, prim.bind(sp.data, other) if sp is x else prim.bind(other, sp.data))

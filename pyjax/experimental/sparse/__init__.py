@@ -12,7 +12,8 @@ from pyjax._src.sparse.bcoo_array import (  # noqa: F401
 from pyjax._src.sparse.bcsr import (  # noqa: F401
     BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_todense)
 from pyjax._src.sparse.api import empty, eye  # noqa: F401
-from pyjax._src.sparse.layout import bcoo_concatenate, bcoo_update_layout  # noqa: F401
+from pyjax._src.sparse.layout import (  # noqa: F401
+    bcoo_concatenate, bcoo_multiply_sparse, bcoo_update_layout)
 from pyjax._src.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 from pyjax._src.sparse.random import random_bcoo  # noqa: F401
