@@ -22,8 +22,7 @@ from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters.ad import Zero
-from pyjax._src.lax import elementwise_ad as _elementwise_ad  # noqa: F401  (registers rules)
-from pyjax._src.lax import windowed_ad as _windowed_ad  # noqa: F401  (reduce_window's JVP)
+from pyjax._src.lax import elementwise as _elementwise
 
 __all__ = ["jvp", "linearize", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev",
            "jacobian", "hessian", "stop_gradient", "custom_jvp", "custom_vjp",
@@ -642,7 +641,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 # --- stop_gradient ----------------------------------------------------------------------
-stop_gradient = _elementwise_ad.stop_gradient
+stop_gradient = _elementwise.stop_gradient
 
 
 # --- custom derivatives: shared machinery -----------------------------------------------

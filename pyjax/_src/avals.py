@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from pyjax._src import dtypes
 
 
@@ -127,4 +125,3 @@ def scalar_aval(x):
 
 
 float0 = dtypes.float0
-_ = np  # numpy kept for downstream helpers

@@ -29,7 +29,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from pyjax._src import core, dtypes, errors
+from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.core import (  # noqa: F401  (re-exported)
     ClosedJaxpr, DropVar, Effect, Jaxpr, JaxprEqn, Literal, Primitive, Tracer, Var,
@@ -353,4 +353,3 @@ array_types = frozenset([np.ndarray, *dtypes.python_scalar_types,
                            ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
                             "uint32", "uint64", "float16", "float32", "float64",
                             "complex64", "complex128"))])
-_ = errors  # the error classes above are re-exported from pyjax._src.errors

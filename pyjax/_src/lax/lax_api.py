@@ -13,7 +13,6 @@ from pyjax._src.lax.convolution import *  # noqa: F401,F403
 from pyjax._src.lax.sorting import *  # noqa: F401,F403
 from pyjax._src.lax.shapes import zeros_like_array  # noqa: F401  (internal, not in jax.lax)
 from pyjax._src.lax.elementwise import _convert_element_type  # noqa: F401
-from pyjax._src.lax.elementwise_ad import *  # noqa: F401,F403  (elementwise AD rules; stop_gradient)
 from pyjax._src.lax import linalg  # noqa: F401,E402  (lax.linalg namespace)
 from pyjax._src.lax.parallel import *  # noqa: F401,F403  (collectives over vmap axis names)
 from pyjax._src.lax.control_flow import *  # noqa: F401,F403  (cond, switch, while_loop, fori_loop, scan, map, associative_scan)

@@ -22,6 +22,10 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.lax import elementwise as _ew
+from pyjax._src.lax import shapes as _shapes
+from pyjax._src.lax.reduction_prims import (  # noqa: F401  (declared below shapes.py)
+    _check_axes, _check_number, _is_number, _reduced_shape, reduce_and_p, reduce_max_p,
+    reduce_min_p, reduce_or_p, reduce_prod_p, reduce_sum_p, reduce_xor_p)
 
 __all__ = [
     "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
@@ -33,85 +37,10 @@ __all__ = [
 ]
 
 
-# --- shared checks ----------------------------------------------------------------------
-def _is_number(d):
-  return dtypes.is_int(d) or dtypes.is_float(d) or dtypes.is_complex(d)
-
-
-def _check_number(name, d):
-  if not _is_number(d):
-    raise TypeError(f"{name} does not accept dtype {d.name}. Accepted dtypes are subtypes "
-                    "of number.")
-
-
-def _check_axes(aval, axes):
-  if len(set(axes)) != len(axes):
-    raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
-  nd = len(aval.shape)
-  if not all(0 <= a < nd for a in axes):
-    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
-                     f"{aval}.")
-
-
-def _reduced_shape(shape, axes):
-  return tuple(d for i, d in enumerate(shape) if i not in axes)
-
-
 def _axes_tuple(axes):
   """``tuple(axes)`` of Python ints (an int raises "'int' object is not iterable", as in
   JAX); NumPy integers are accepted."""
   return tuple(operator.index(a) for a in axes)
-
-
-# --- arithmetic / order / logical reductions --------------------------------------------
-_ALL_AXES = [tuple(range(n)) for n in range(65)]
-_NUMBER_DTYPES = frozenset(d for d in dtypes.all_dtypes if _is_number(d))
-# the (immutable, shareable) 0-d abstract values of full reductions: [weak_type][dtype]
-_SCALAR_AVALS = [{d: ShapedArray((), d, w) for d in _NUMBER_DTYPES} for w in (False, True)]
-
-
-def _arith_reduction(name, accepts_all=False, with_sharding=False):
-  p = core.Primitive(name)
-  p.arg_names = ("operand",)
-
-  def abstract(operand, *, axes, out_sharding=None):
-    if axes == _ALL_AXES[len(operand.shape)] and operand.dtype in _NUMBER_DTYPES:
-      return _SCALAR_AVALS[operand.weak_type][operand.dtype]  # full reduction: the hot path
-    _check_axes(operand, axes)
-    if not accepts_all:
-      _check_number(name, operand.dtype)
-    return ShapedArray(_reduced_shape(operand.shape, axes), operand.dtype, operand.weak_type)
-
-  if with_sharding:
-    p.def_abstract_eval(abstract)
-  else:
-    p.def_abstract_eval(lambda operand, *, axes: abstract(operand, axes=axes))
-  return p
-
-
-reduce_sum_p = _arith_reduction("reduce_sum", with_sharding=True)
-reduce_prod_p = _arith_reduction("reduce_prod")
-reduce_max_p = _arith_reduction("reduce_max", accepts_all=True)
-reduce_min_p = _arith_reduction("reduce_min", accepts_all=True)
-
-
-def _logical_reduction(name):
-  p = core.Primitive(name)
-  p.arg_names = ("operand",)
-
-  @p.def_abstract_eval
-  def abstract(operand, *, axes):
-    d = operand.dtype
-    if not (d == dtypes.bool_ or dtypes.is_int(d)):
-      raise TypeError(f"logical reduction requires operand dtype bool or int, got {d.name}.")
-    _check_axes(operand, axes)
-    return ShapedArray(_reduced_shape(operand.shape, axes), d, False)
-  return p
-
-
-reduce_and_p = _logical_reduction("reduce_and")
-reduce_or_p = _logical_reduction("reduce_or")
-reduce_xor_p = _logical_reduction("reduce_xor")
 
 
 def reduce_sum(operand, axes, *, out_sharding=None):
@@ -457,15 +386,10 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
 from pyjax._src.interpreters import ad as _ad  # noqa: E402
 
 
-def _shapes_mod():
-  from pyjax._src.lax import shapes
-  return shapes
-
-
 def _reduce_sum_transpose(ct, operand, *, axes, out_sharding=None):
   shape = operand.aval.shape
   dims = tuple(i for i in range(len(shape)) if i not in axes)
-  return [_shapes_mod().broadcast_in_dim_p.bind(ct, shape=tuple(shape), broadcast_dimensions=dims,
+  return [_shapes.broadcast_in_dim_p.bind(ct, shape=tuple(shape), broadcast_dimensions=dims,
                                                 sharding=None)]
 
 
@@ -482,8 +406,7 @@ def _reduce_chooser_jvp(prim):
     g, = tangents
     ans = prim.bind(operand, axes=axes)
     shape = core.get_aval(operand).shape
-    s = _shapes_mod()
-    ans_b = s.reshape_p.bind(ans, new_sizes=_keepdims_shape(shape, axes), dimensions=None,
+    ans_b = _shapes.reshape_p.bind(ans, new_sizes=_keepdims_shape(shape, axes), dimensions=None,
                              sharding=None)
     dt = core.get_aval(g).dtype
     loc = _ew.convert_element_type_p.bind(_ew.eq_p.bind(operand, ans_b), new_dtype=dt,
@@ -502,7 +425,6 @@ for _p in (argmax_p, argmin_p, reduce_and_p, reduce_or_p, reduce_xor_p):
 
 def _move_axes_front_flat(x, axes):
   """Reshape ``x`` to (prod(shape[axes]), *other dims) with ``axes`` moved first."""
-  s = _shapes_mod()
   shape = core.get_aval(x).shape
   others = tuple(i for i in range(len(shape)) if i not in axes)
   perm = tuple(axes) + others
@@ -511,28 +433,27 @@ def _move_axes_front_flat(x, axes):
     n *= shape[a]
   new = (n,) + tuple(shape[i] for i in others)
   same = perm == tuple(range(len(shape)))
-  return s.reshape_p.bind(x, new_sizes=new, dimensions=None if same else perm, sharding=None)
+  return _shapes.reshape_p.bind(x, new_sizes=new, dimensions=None if same else perm, sharding=None)
 
 
 def _tree_reduce(combine, xs, pads):
   """Reduce the leading axis of the arrays ``xs`` pairwise with ``combine`` (a function
   of two lists of arrays); an odd leftover is padded with the scalars ``pads``."""
-  s = _shapes_mod()
   while core.get_aval(xs[0]).shape[0] > 1:
     shape = core.get_aval(xs[0]).shape
     n = shape[0]
     n1 = (n + 1) // 2
     n2 = n - n1
     lo = (0,) * len(shape)
-    xs1 = [s.slice_p.bind(x, start_indices=lo, limit_indices=(n1,) + shape[1:], strides=None)
+    xs1 = [_shapes.slice_p.bind(x, start_indices=lo, limit_indices=(n1,) + shape[1:], strides=None)
            for x in xs]
-    xs2 = [s.slice_p.bind(x, start_indices=(n1,) + lo[1:], limit_indices=shape, strides=None)
+    xs2 = [_shapes.slice_p.bind(x, start_indices=(n1,) + lo[1:], limit_indices=shape, strides=None)
            for x in xs]
     if n2 != n1:
       cfg = ((0, 1, 0),) + ((0, 0, 0),) * (len(shape) - 1)
-      xs2 = [s.pad_p.bind(x, p, padding_config=cfg) for x, p in zip(xs2, pads)]
+      xs2 = [_shapes.pad_p.bind(x, p, padding_config=cfg) for x, p in zip(xs2, pads)]
     xs = combine(xs1, xs2)
-  return [s.squeeze_p.bind(x, dimensions=(0,)) for x in xs]
+  return [_shapes.squeeze_p.bind(x, dimensions=(0,)) for x in xs]
 
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -574,7 +495,7 @@ def _reduce_jvp(primals, tangents, *, computation, jaxpr, dimensions):
   def fun(*vs):
     flat = _tree_reduce(combine, list(vs), list(inits))
     out_shape = tuple(d for i, d in enumerate(shape) if i not in dimensions)
-    return [_shapes_mod().reshape_p.bind(f, new_sizes=out_shape, dimensions=None, sharding=None)
+    return [_shapes.reshape_p.bind(f, new_sizes=out_shape, dimensions=None, sharding=None)
             if core.get_aval(f).shape != out_shape else f for f in flat]
   _, t_outs = _ad.jvp_flat(fun, xs, ts)
   return outs, t_outs
@@ -589,7 +510,6 @@ _ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [
 
 def _interleave(a, b, axis):
   """Elements of ``a`` at even and of ``b`` at odd positions along ``axis``."""
-  s = _shapes_mod()
   sa, sb = core.get_aval(a).shape, core.get_aval(b).shape
   na, nb = sa[axis], sb[axis]
   dt = core.get_aval(a).dtype
@@ -600,29 +520,27 @@ def _interleave(a, b, axis):
     c[axis] = (lo, hi, 1)
     return tuple(c)
   if na == nb + 1:
-    pa = s.pad_p.bind(a, zero, padding_config=cfg(0, 0))
-    pb = s.pad_p.bind(b, zero, padding_config=cfg(1, 1))
+    pa = _shapes.pad_p.bind(a, zero, padding_config=cfg(0, 0))
+    pb = _shapes.pad_p.bind(b, zero, padding_config=cfg(1, 1))
   else:
-    pa = s.pad_p.bind(a, zero, padding_config=cfg(0, 1))
-    pb = s.pad_p.bind(b, zero, padding_config=cfg(1, 0))
+    pa = _shapes.pad_p.bind(a, zero, padding_config=cfg(0, 1))
+    pb = _shapes.pad_p.bind(b, zero, padding_config=cfg(1, 0))
   return _ew.add_p.bind(pa, pb)
 
 
 def _slice_axis(x, start, stop, stride, axis):
-  s = _shapes_mod()
   shape = core.get_aval(x).shape
   lo = [0] * len(shape)
   hi = list(shape)
   st = [1] * len(shape)
   lo[axis], hi[axis], st[axis] = start, max(start, stop), stride
-  return s.slice_p.bind(x, start_indices=tuple(lo), limit_indices=tuple(hi),
+  return _shapes.slice_p.bind(x, start_indices=tuple(lo), limit_indices=tuple(hi),
                         strides=None if stride == 1 else tuple(st))
 
 
 def _associative_scan(fn, xs, axis):
   """Inclusive scan of the arrays ``xs`` along ``axis`` with the associative ``fn`` (two
   lists of arrays -> list of arrays)."""
-  s = _shapes_mod()
   n = core.get_aval(xs[0]).shape[axis]
   if n < 2:
     return xs
@@ -635,7 +553,7 @@ def _associative_scan(fn, xs, axis):
               [_slice_axis(x, 2, n, 2, axis) for x in xs])
   else:
     even = fn(odd, [_slice_axis(x, 2, n, 2, axis) for x in xs])
-  even = [s.concatenate_p.bind(_slice_axis(x, 0, 1, 1, axis), e, dimension=axis)
+  even = [_shapes.concatenate_p.bind(_slice_axis(x, 0, 1, 1, axis), e, dimension=axis)
           for x, e in zip(xs, even)]
   return [_interleave(e, o, axis) for e, o in zip(even, odd)]
 
@@ -668,15 +586,14 @@ def _cumulative_jvp(prim, combine):
     x, = primals
     g, = tangents
     out = prim.bind(x, axis=axis, reverse=reverse)
-    s = _shapes_mod()
 
     def scan(*vs):
       vs = list(vs)
       if reverse:
-        vs = [s.rev_p.bind(v, dimensions=(axis,)) for v in vs]
+        vs = [_shapes.rev_p.bind(v, dimensions=(axis,)) for v in vs]
       r = _associative_scan(combine, vs, axis)
       if reverse:
-        r = [s.rev_p.bind(v, dimensions=(axis,)) for v in r]
+        r = [_shapes.rev_p.bind(v, dimensions=(axis,)) for v in r]
       return r
     if prim is cumlogsumexp_p:
       return out, scan(x, g)[1]

@@ -19,6 +19,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.lax import elementwise as _ew
+from pyjax._src.lax.reduction_prims import reduce_sum_p
 from pyjax._src.lax.utils import canonicalize_shape
 from pyjax._src.runtime.array import Array
 
@@ -821,8 +822,7 @@ def _broadcast_in_dim_transpose(ct, operand, *, shape, broadcast_dimensions, sha
   axes = tuple(d for d in range(len(shape)) if d not in kept)
   summed = ct
   if axes:
-    from pyjax._src.lax import reductions as _red
-    summed = _red.reduce_sum_p.bind(ct, axes=axes, out_sharding=None)
+    summed = reduce_sum_p.bind(ct, axes=axes, out_sharding=None)
   if core.get_aval(summed).shape != tuple(in_shape):
     summed = reshape_p.bind(summed, new_sizes=tuple(in_shape), dimensions=None, sharding=None)
   return [summed]
@@ -886,9 +886,8 @@ def _pad_transpose(ct, operand, padding_value, *, padding_config):
                            strides=tuple(i + 1 for i in interior))
   t_padv = None
   if _ad.is_undefined_primal(padding_value):
-    from pyjax._src.lax import reductions as _red
-    total_ct = _red.reduce_sum_p.bind(ct, axes=tuple(range(nd)), out_sharding=None)
-    total_op = _red.reduce_sum_p.bind(t_operand, axes=tuple(range(nd)), out_sharding=None)
+    total_ct = reduce_sum_p.bind(ct, axes=tuple(range(nd)), out_sharding=None)
+    total_op = reduce_sum_p.bind(t_operand, axes=tuple(range(nd)), out_sharding=None)
     t_padv = _ew.sub_p.bind(total_ct, total_op)
   return [t_operand if _ad.is_undefined_primal(operand) else None, t_padv]
 

@@ -26,6 +26,8 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
+from pyjax._src.lax import elementwise as _ew
+from pyjax._src.lax import shapes as lax_s
 from pyjax._src.lax import utils as U
 
 __all__ = ["GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
@@ -447,11 +449,6 @@ def _combiner_jaxpr(fn, dtype):
   return hit
 
 
-def _elementwise():
-  from pyjax._src.lax import elementwise
-  return elementwise
-
-
 def _bind_scatter(prim, combiner, operand, scatter_indices, updates, dimension_numbers,
                   indices_are_sorted, unique_indices, mode):
   if combiner is None:
@@ -480,31 +477,31 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *,
 
 def scatter_add(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
-  return _bind_scatter(scatter_add_p, _elementwise().add, operand, scatter_indices, updates,
+  return _bind_scatter(scatter_add_p, _ew.add, operand, scatter_indices, updates,
                        dimension_numbers, indices_are_sorted, unique_indices, mode)
 
 
 def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
-  return _bind_scatter(scatter_sub_p, _elementwise().sub, operand, scatter_indices, updates,
+  return _bind_scatter(scatter_sub_p, _ew.sub, operand, scatter_indices, updates,
                        dimension_numbers, indices_are_sorted, unique_indices, mode)
 
 
 def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
-  return _bind_scatter(scatter_mul_p, _elementwise().mul, operand, scatter_indices, updates,
+  return _bind_scatter(scatter_mul_p, _ew.mul, operand, scatter_indices, updates,
                        dimension_numbers, indices_are_sorted, unique_indices, mode)
 
 
 def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
-  return _bind_scatter(scatter_min_p, _elementwise().min, operand, scatter_indices, updates,
+  return _bind_scatter(scatter_min_p, _ew.min, operand, scatter_indices, updates,
                        dimension_numbers, indices_are_sorted, unique_indices, mode)
 
 
 def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
                 indices_are_sorted=False, unique_indices=False, mode=None):
-  return _bind_scatter(scatter_max_p, _elementwise().max, operand, scatter_indices, updates,
+  return _bind_scatter(scatter_max_p, _ew.max, operand, scatter_indices, updates,
                        dimension_numbers, indices_are_sorted, unique_indices, mode)
 
 
@@ -520,7 +517,6 @@ _apply_cache = weakref.WeakKeyDictionary()
 
 
 def _full(shape, value, dtype):
-  from pyjax._src.lax import shapes as lax_s
   return lax_s.full(tuple(shape), value, dtype)
 
 
@@ -563,7 +559,6 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
 def index_take(src, idxs, axes):
   """Gather ``src`` at the index arrays ``idxs`` along ``axes`` (indices wrap modulo the
   axis sizes), as ``jax.lax.index_take``."""
-  from pyjax._src.lax import shapes as lax_s
   from pyjax._src.numpy import ufuncs
   indices = lax_s.concatenate([lax_s.expand_dims(i, (1,)) for i in idxs], 1)
   max_idx = lax_s.expand_dims(np.array([src.shape[ax] for ax in axes]),
@@ -657,7 +652,7 @@ def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, u
   aval = _t_aval(operand)
   dt = core.get_aval(ct).dtype
   zeros = _zeros(aval.shape, dt)
-  out = _bind_scatter(scatter_add_p, _elementwise().add, zeros, indices, ct,
+  out = _bind_scatter(scatter_add_p, _ew.add, zeros, indices, ct,
                       _scatter_dnums_of_gather(dimension_numbers), indices_are_sorted,
                       unique_indices, mode)
   return [out, None]
@@ -694,7 +689,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, *, update_jaxpr, updat
     up_t = _gather_like_scatter(ct, indices, updates.aval.shape, dimension_numbers, mode,
                                 unique_indices, indices_are_sorted)
     if negate:
-      up_t = _elementwise().neg_p.bind(up_t)
+      up_t = _ew.neg_p.bind(up_t)
   return [op_t, None, up_t]
 
 
@@ -706,13 +701,12 @@ _ad.primitive_transposes[scatter_sub_p] = (
 
 
 def _scatter_add_like(operand, indices, updates, params):
-  return _bind_scatter(scatter_add_p, _elementwise().add, operand, indices, updates,
+  return _bind_scatter(scatter_add_p, _ew.add, operand, indices, updates,
                        params["dimension_numbers"], params["indices_are_sorted"],
                        params["unique_indices"], params["mode"])
 
 
 def _scatter_mul_jvp(primals, tangents, **params):
-  ew = _elementwise()
   operand, indices, updates = primals
   t_op, _, t_up = tangents
   out = scatter_mul_p.bind(operand, indices, updates, **params)
@@ -724,7 +718,7 @@ def _scatter_mul_jvp(primals, tangents, **params):
       raise NotImplementedError("scatter_mul gradients are only implemented if "
                                 "`unique_indices=True`")
     zeros = _zeros(core.get_aval(operand).shape, core.get_aval(t_up).dtype)
-    c = ew.mul_p.bind(operand, _scatter_add_like(zeros, indices, t_up, params))
+    c = _ew.mul_p.bind(operand, _scatter_add_like(zeros, indices, t_up, params))
     t_out = c if t_out is None else _ad.add_tangents(t_out, c)
   return out, t_out
 
@@ -741,7 +735,6 @@ _ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
 
 
 def _scatter_jvp(primals, tangents, **params):
-  ew = _elementwise()
   operand, indices, updates = primals
   t_op, _, t_up = tangents
   if params["update_jaxpr"] is not None:
@@ -757,7 +750,6 @@ def _scatter_jvp(primals, tangents, **params):
     ids_shape[d] = 1
   num_ids = int(np.prod(ids_shape))
   id_dtype = dtypes.canonicalize_dtype(dtypes.uint32 if num_ids + 1 < 2 ** 32 else dtypes.uint64)
-  from pyjax._src.lax import shapes as lax_s
   ids = np.arange(1, num_ids + 1, dtype=id_dtype).reshape(ids_shape)
   update_ids = lax_s.broadcast_in_dim_p.bind(
       ids, shape=tuple(up_aval.shape), broadcast_dimensions=tuple(range(len(ids_shape))),
@@ -766,12 +758,12 @@ def _scatter_jvp(primals, tangents, **params):
   gathered_ids = _gather_like_scatter(scattered_ids, indices, up_aval.shape, dn,
                                       params["mode"], params["unique_indices"],
                                       params["indices_are_sorted"], fill_value=0)
-  op_keep = ew.eq_p.bind(scattered_ids, np.array(0, id_dtype))
-  up_keep = ew.eq_p.bind(update_ids, gathered_ids)
+  op_keep = _ew.eq_p.bind(scattered_ids, np.array(0, id_dtype))
+  up_keep = _ew.eq_p.bind(update_ids, gathered_ids)
   t_op = _ad.instantiate_zeros(t_op)
   t_up = _ad.instantiate_zeros(t_up)
-  masked_t_op = ew.select_n_p.bind(op_keep, _zeros(op_aval.shape, core.get_aval(t_op).dtype), t_op)
-  masked_t_up = ew.select_n_p.bind(up_keep, _zeros(up_aval.shape, core.get_aval(t_up).dtype), t_up)
+  masked_t_op = _ew.select_n_p.bind(op_keep, _zeros(op_aval.shape, core.get_aval(t_op).dtype), t_op)
+  masked_t_up = _ew.select_n_p.bind(up_keep, _zeros(up_aval.shape, core.get_aval(t_up).dtype), t_up)
   return out, _scatter_add_like(masked_t_op, indices, masked_t_up, params)
 
 
@@ -796,7 +788,6 @@ _ad.primitive_transposes[scatter_p] = _scatter_transpose
 
 def _scatter_extremal_jvp(prim):
   def rule(primals, tangents, **params):
-    ew = _elementwise()
     operand, indices, updates = primals
     t_op, _, t_up = tangents
     out = prim.bind(operand, indices, updates, **params)
@@ -806,21 +797,21 @@ def _scatter_extremal_jvp(prim):
     gathered = _gather_like_scatter(out, indices, up_aval.shape, dn, params["mode"],
                                     params["unique_indices"], params["indices_are_sorted"],
                                     fill_value=np.nan if dtypes.is_inexact(dt) else 0)
-    up_win = ew.eq_p.bind(updates, gathered)
-    op_win = ew.eq_p.bind(operand, out)
+    up_win = _ew.eq_p.bind(updates, gathered)
+    op_win = _ew.eq_p.bind(operand, out)
     one, zero = np.array(1, dt), np.array(0, dt)
-    up_ind = ew.select_n_p.bind(up_win, _zeros(up_aval.shape, dt),
+    up_ind = _ew.select_n_p.bind(up_win, _zeros(up_aval.shape, dt),
                                 _ad.broadcast_to_shape(one, up_aval.shape))
-    op_ind = ew.select_n_p.bind(op_win, _zeros(op_aval.shape, dt),
+    op_ind = _ew.select_n_p.bind(op_win, _zeros(op_aval.shape, dt),
                                 _ad.broadcast_to_shape(one, op_aval.shape))
     counts = _scatter_add_like(op_ind, indices, up_ind, params)
     t_op = _ad.instantiate_zeros(t_op)
     t_up = _ad.instantiate_zeros(t_up)
-    num = _scatter_add_like(ew.mul_p.bind(t_op, op_ind), indices, ew.mul_p.bind(t_up, up_ind),
+    num = _scatter_add_like(_ew.mul_p.bind(t_op, op_ind), indices, _ew.mul_p.bind(t_up, up_ind),
                             params)
-    safe = ew.select_n_p.bind(ew.eq_p.bind(counts, zero), counts,
+    safe = _ew.select_n_p.bind(_ew.eq_p.bind(counts, zero), counts,
                               _ad.broadcast_to_shape(one, op_aval.shape))
-    return out, ew.div_p.bind(num, safe)
+    return out, _ew.div_p.bind(num, safe)
   _ad.primitive_jvps[prim] = rule
 
 
@@ -931,23 +922,22 @@ for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p
 def _index_vector(idx, dims):
   """Per-example scalar start indices (some maybe batched) as one index vector: shape
   (n,) and not_mapped when none is batched, else (size, n) batched at 0."""
-  from pyjax._src.lax import shapes
   nm = _batching.not_mapped
   size = next((core.get_aval(i).shape[d] for i, d in zip(idx, dims) if d is not nm), None)
   if size is None:
-    cols = [shapes.broadcast_in_dim_p.bind(i, shape=(1,), broadcast_dimensions=(),
+    cols = [lax_s.broadcast_in_dim_p.bind(i, shape=(1,), broadcast_dimensions=(),
                                            sharding=None) for i in idx]
     dim = nm
     axis = 0
   else:
-    cols = [shapes.broadcast_in_dim_p.bind(i, shape=(size, 1),
+    cols = [lax_s.broadcast_in_dim_p.bind(i, shape=(size, 1),
                                            broadcast_dimensions=(0,) if d is not nm else (),
                                            sharding=None) for i, d in zip(idx, dims)]
     dim = 0
     axis = 1
   if len(cols) == 1:
     return cols[0], dim
-  return shapes.concatenate_p.bind(*cols, dimension=axis), dim
+  return lax_s.concatenate_p.bind(*cols, dimension=axis), dim
 
 
 def batch_dynamic_slice_as_gather(operand, od, idx, idims, slice_sizes):

@@ -9,12 +9,14 @@ starting once from the init value (the identity for the dedicated primitives).
 """
 from __future__ import annotations
 
+import itertools
 import operator
 
 from pyjax._src import core
 from pyjax._src.avals import ShapedArray
 from pyjax._src.lax import elementwise as _ew
 from pyjax._src.lax import reductions as _red
+from pyjax._src.lax import shapes as _shapes
 
 __all__ = [
     "reduce_window", "reduce_window_shape_tuple",
@@ -306,7 +308,7 @@ def _select_and_gather_add(tangents, operand, select_prim, window_dimensions, wi
 # (its transpose pads the cotangent and sums windows again, JAX's formula);
 # reduce_window_max/min take the tangent at the selected element (select_and_gather_add,
 # first maximum wins); select_and_gather_add and select_and_scatter_add transpose into each
-# other.  The generic reduce_window has no rule (JAX cannot linearize it either).
+# other.  The generic reduce_window's JVP folds its windows (below).
 from pyjax._src.interpreters import ad as _ad  # noqa: E402
 
 
@@ -322,7 +324,6 @@ def _conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, out_shape
 
 def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strides, padding,
                                  base_dilation, window_dilation):
-  from pyjax._src.lax import shapes as _shapes
   in_shape = operand.aval.shape
   ct_shape = core.get_aval(ct).shape
   pads = _conv_vjp_lhs_padding(in_shape, window_dimensions, window_strides, ct_shape, padding,
@@ -406,6 +407,51 @@ def _select_and_scatter_add_transpose(ct, source, operand, *, select_prim, windo
 
 _ad.primitive_jvps[select_and_scatter_add_p] = _select_and_scatter_add_jvp
 _ad.primitive_transposes[select_and_scatter_add_p] = _select_and_scatter_add_transpose
+
+
+# --- the generic reduce_window's JVP ------------------------------------------------------
+# Each output element folds its window, in row-major window order, starting from the init
+# value.  The rule rewrites that fold as array operations -- the operand padded (and
+# base-dilated) with the init value, one strided slice per window position, the reduction
+# computation applied elementwise to whole slices -- and differentiates the rewrite, so
+# forward and reverse mode both work (JAX's generic reduce_window has forward mode only).
+# As for the generic reduce, the computation must be made of elementwise operations.
+def _window_fold(operands, inits, jaxpr, consts, window_dimensions, window_strides, padding,
+                 base_dilation, window_dilation, out_shape):
+  padded = []
+  for x, init in zip(operands, inits):
+    cfg = [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)]
+    padded.append(_shapes.pad(x, init, cfg))
+  acc = [_shapes.broadcast_in_dim(i, out_shape, ()) for i in inits]
+  for pos in itertools.product(*[range(w) for w in window_dimensions]):
+    start = [p * d for p, d in zip(pos, window_dilation)]
+    limit = [s + (o - 1) * st + 1 for s, o, st in zip(start, out_shape, window_strides)]
+    elems = [_shapes.slice(p, start, limit, window_strides) for p in padded]
+    acc = core.eval_jaxpr(jaxpr, consts, *acc, *elems)
+  return acc
+
+
+def _reduce_window_jvp(primals, tangents, *, jaxpr, consts, window_dimensions, window_strides,
+                       padding, base_dilation, window_dilation):
+  params = dict(jaxpr=jaxpr, consts=consts, window_dimensions=window_dimensions,
+                window_strides=window_strides, padding=padding, base_dilation=base_dilation,
+                window_dilation=window_dilation)
+  outs = reduce_window_p.bind(*primals, **params)
+  if all(type(t) is _ad.Zero for t in tangents):
+    return outs, [_ad.Zero.from_primal_value(o) for o in outs]
+  n = len(primals) // 2
+  out_shape = core.get_aval(outs[0]).shape
+  if 0 in out_shape:
+    return outs, [_ad.Zero.from_primal_value(o) for o in outs]
+
+  def fold(*xs):
+    return _window_fold(xs[:n], xs[n:], jaxpr, consts, window_dimensions, window_strides,
+                        padding, base_dilation, window_dilation, out_shape)
+  _, t_outs = _ad.jvp_flat(fold, list(primals), list(tangents))
+  return outs, t_outs
+
+
+_ad.primitive_jvps[reduce_window_p] = _reduce_window_jvp
 
 
 # --- batching rules -----------------------------------------------------------------------
