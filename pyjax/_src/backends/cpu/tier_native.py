@@ -35,15 +35,13 @@ import numpy as np
 from pyjax._src.backends.cpu import eager_native as _en
 from pyjax._src.backends.cpu import tier_random as _tr
 from pyjax._src.backends.cpu.compiler import dot as _dot
+from pyjax._src.backends.cpu.compiler import primitive_table as _table
 
 ENABLED = os.environ.get("PYJAX_TIER_NATIVE", "1").strip().lower() not in (
     "0", "off", "false", "no")
 
 # the primitives whose lowering (compiler/lower_c.py) is not an exactly rounded operation
-PRIMS = frozenset({
-    "exp", "exp2", "log", "expm1", "log1p", "tanh", "sin", "cos", "tan", "asin", "acos",
-    "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "rsqrt",
-    "logistic", "lgamma", "atan2", "pow", "erf_inv"})
+PRIMS = _table.INEXACT
 
 _kernels = {}
 _lock = threading.Lock()
@@ -53,7 +51,7 @@ stats = {"native": 0, "numpy": 0}
 
 # float sums/products: XLA's order at every size (the eager implementation sums operands of
 # more than 65,536 elements in NumPy's faster pairwise order)
-REDUCE_PRIMS = frozenset({"reduce_sum", "reduce_prod"})
+REDUCE_PRIMS = _table.ORDERED_REDUCTIONS
 
 
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))

@@ -1,5 +1,6 @@
 """The CPU backend's compiler: jaxprs to fused native code (see docs/compiler.md).
 
+``primitive_table`` says what every stage knows about each primitive (one row per name).
 Stages, one module each: ``ir`` (the program), ``simplify`` (exact rewrites), ``dot`` (BLAS
 layouts and calls), ``fusion`` (kernel groups), ``plan`` (segments, buffer plan),
 ``lower_c`` (per-primitive C), ``codegen_c`` (kernels; ``tree_c`` its XLA-order sum

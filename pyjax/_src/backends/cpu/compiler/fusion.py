@@ -35,15 +35,13 @@ import math
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import lower_c, opaque
+from pyjax._src.backends.cpu.compiler import lower_c, opaque, primitive_table as _table
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value
 
 EW, LAYOUT, REDUCE, DOT, HOST = "ew", "layout", "reduce", "dot", "host"
-LAYOUT_PRIMS = frozenset(["broadcast_in_dim", "transpose", "reshape", "squeeze", "rev",
-                          "slice", "iota"])
-REDUCE_PRIMS = frozenset(["reduce_sum", "reduce_prod", "reduce_max", "reduce_min",
-                          "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin"])
-ORDERED_REDUCTIONS = frozenset(["reduce_sum", "reduce_prod"])
+LAYOUT_PRIMS = _table.LAYOUT
+REDUCE_PRIMS = _table.REDUCE
+ORDERED_REDUCTIONS = _table.ORDERED_REDUCTIONS
 
 
 def classify(node):
@@ -302,12 +300,8 @@ def split_col(shape, axes):
   return pre + mid_kept, post
 
 
-_EXPENSIVE = frozenset("""exp exp2 log log1p expm1 tanh logistic sin cos tan asin acos atan sinh
-cosh asinh acosh atanh pow atan2 erf erfc lgamma cbrt""".split())
-
-
 def expensive(node):
-  return node.prim in _EXPENSIVE
+  return node.prim in _table.EXPENSIVE
 
 
 def _identity_forms(shape, r, dims=None):

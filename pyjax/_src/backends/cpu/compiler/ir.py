@@ -13,11 +13,12 @@ import itertools
 
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import primitive_table
+
 INPUT, CONST, NODE = "input", "const", "node"
 
 # higher-order primitives whose body is the primal computation: inlined
-_INLINE_CALLS = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-                 "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr"}
+_INLINE_CALLS = primitive_table.INLINE_CALLS   # name -> the param holding the inlined jaxpr
 
 
 class Value:

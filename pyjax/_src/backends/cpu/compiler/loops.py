@@ -41,12 +41,11 @@ import math
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import cmodule, plan
+from pyjax._src.backends.cpu.compiler import cmodule, plan, primitive_table
 from pyjax._src.backends.cpu.compiler.ir import CONST, Lit, Value
 
 ALIGN = 64
-LOOP_PRIMS = ("scan", "while")
-CONTROL_PRIMS = LOOP_PRIMS + ("cond",)   # the steps that run natively around inner programs
+CONTROL_PRIMS = primitive_table.CONTROL   # the steps that run natively around inner programs
 
 
 class NotNative(Exception):

@@ -19,8 +19,9 @@ propagate NaN and order -0.0 below +0.0, float->int conversion saturates with Na
 float16/bfloat16 operations compute in float32 and round every result.  No
 ``-ffast-math``: NaN, infinities and signed zeros behave as IEEE says.
 
-To lower a new elementwise primitive, add a rule to ``RULES`` (and its name to
-``_EXACT_HALF`` if its float16 result needs no rounding).
+To lower a new elementwise primitive, add a rule to ``RULES`` and give it a row of kind
+``ew`` in ``primitive_table.py`` (with the attributes saying which dtypes it supports and
+whether a half-precision result needs rounding afterwards).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import vmath
+from pyjax._src.backends.cpu.compiler import primitive_table as _table, vmath
 
 F16 = np.dtype(np.float16)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -214,15 +215,12 @@ def _int_helper(name, d):
 
 # --- rules --------------------------------------------------------------------------------
 RULES = {}
-_EXACT_HALF = set()   # ops whose half-typed results are exact (no rounding needed)
 
 
-def rule(*names, exact_half=False):
+def rule(*names):
   def deco(fn):
     for n in names:
       RULES[n] = fn
-      if exact_half:
-        _EXACT_HALF.add(n)
     return fn
   return deco
 
@@ -235,25 +233,13 @@ def _in(node, i=0):
   return node.ins[i].dtype
 
 
-_UNARY_LIBM = {"exp": "exp", "exp2": "exp2", "log": "log", "expm1": "expm1", "log1p": "log1p",
-               "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
-               "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
-               "asinh": "asinh", "acosh": "acosh", "atanh": "atanh", "sqrt": "sqrt",
-               "cbrt": "cbrt", "erf": "erf", "erfc": "erfc"}
-
-
-def _float_unary(node):
-  d = _in(node)
-  return is_float(d) and _out(node) == d
-
-
-@rule(*_UNARY_LIBM)
+@rule(*sorted(_table.LIBM))
 def _libm_unary(node, a):
   d = _out(node)
   own = vmath.function(node.prim, d != F64)   # inline vector math (vmath.py), if any
   if own is not None:
     return f"{own}({a})"
-  return f"{_UNARY_LIBM[node.prim]}{_fsuf(d)}({a})"
+  return f"{node.prim}{_fsuf(d)}({a})"
 
 
 @rule("rsqrt")
@@ -276,7 +262,7 @@ def _lgamma(node, a):
   return f"({{ int pj_s_; lgamma{_fsuf(d)}_r({a}, &pj_s_); }})"
 
 
-@rule("neg", exact_half=True)
+@rule("neg")
 def _neg(node, a):
   d = _out(node)
   if d in _INT_NAMES:
@@ -284,7 +270,7 @@ def _neg(node, a):
   return f"(-({a}))"
 
 
-@rule("abs", exact_half=True)
+@rule("abs")
 def _abs(node, a):
   d = _out(node)
   if d in _INT_NAMES:
@@ -294,7 +280,7 @@ def _abs(node, a):
   return f"fabs{_fsuf(d)}({a})"
 
 
-@rule("sign", exact_half=True)
+@rule("sign")
 def _sign(node, a):
   d = _out(node)
   if d in _INT_NAMES:
@@ -306,12 +292,12 @@ def _sign(node, a):
   return f"(({a}) > 0 ? ({ct})1 : (({a}) < 0 ? ({ct})-1 : ({a})))"
 
 
-@rule("floor", "ceil", exact_half=True)
+@rule("floor", "ceil")
 def _floor_ceil(node, a):
   return f"{node.prim}{_fsuf(_out(node))}({a})"
 
 
-@rule("round", exact_half=True)
+@rule("round")
 def _round(node, a):
   d = _out(node)
   s = _fsuf(d)
@@ -323,7 +309,7 @@ def _round(node, a):
           f"copysign{s}((pj_a_ - pj_r_ >= {half}) ? pj_r_ + {one} : pj_r_, {a}); }})")
 
 
-@rule("is_finite", exact_half=True)
+@rule("is_finite")
 def _is_finite(node, a):
   return f"((uint8_t)(isfinite({a}) != 0))"
 
@@ -333,7 +319,7 @@ def _square(node, a):
   return _arith("*", _out(node), a, a)
 
 
-@rule("not", exact_half=True)
+@rule("not")
 def _not(node, a):
   d = _out(node)
   if d == BOOL:
@@ -341,14 +327,14 @@ def _not(node, a):
   return f"(({_INT_NAMES[d]})~({a}))"
 
 
-@rule("population_count", exact_half=True)
+@rule("population_count")
 def _popcount(node, a):
   d = _out(node)
   fn = "__builtin_popcountll" if d.itemsize == 8 else "__builtin_popcount"
   return f"(({_INT_NAMES[d]}){fn}(({_uwidth(d)})({a})))"
 
 
-@rule("clz", exact_half=True)
+@rule("clz")
 def _clz(node, a):
   d = _out(node)
   bits = d.itemsize * 8
@@ -373,7 +359,7 @@ def _div(node, a, b):
   return round_to(d, f"({a} / {b})")
 
 
-@rule("rem", exact_half=True)
+@rule("rem")
 def _rem(node, a, b):
   d = _out(node)
   if d in _INT_NAMES:
@@ -381,12 +367,12 @@ def _rem(node, a, b):
   return f"fmod{_fsuf(d)}({a}, {b})"
 
 
-@rule("max", exact_half=True)
+@rule("max")
 def _max(node, a, b):
   return _maxmin(_out(node), a, b, True)
 
 
-@rule("min", exact_half=True)
+@rule("min")
 def _min(node, a, b):
   return _maxmin(_out(node), a, b, False)
 
@@ -396,24 +382,24 @@ def _atan2(node, a, b):
   return f"atan2{_fsuf(_out(node))}({a}, {b})"
 
 
-@rule("nextafter", exact_half=True)
+@rule("nextafter")
 def _nextafter(node, a, b):
   return f"nextafter{_fsuf(_out(node))}({a}, {b})"
 
 
-@rule("and", "or", "xor", exact_half=True)
+@rule("and", "or", "xor")
 def _bitwise(node, a, b):
   op = {"and": "&", "or": "|", "xor": "^"}[node.prim]
   return f"(({compute_type(_out(node))})(({a}) {op} ({b})))"
 
 
-@rule("shift_left", "shift_right_logical", "shift_right_arithmetic", exact_half=True)
+@rule("shift_left", "shift_right_logical", "shift_right_arithmetic")
 def _shift(node, a, b):
   d = _out(node)
   return f"{_int_helper(node.prim, d)}({a}, {b})"
 
 
-@rule("eq", "ne", "lt", "le", "gt", "ge", exact_half=True)
+@rule("eq", "ne", "lt", "le", "gt", "ge")
 def _compare(node, a, b):
   op = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[node.prim]
   return f"((uint8_t)(({a}) {op} ({b})))"
@@ -458,7 +444,7 @@ def _integer_pow(node, a):
   return "({ " + " ".join(stmts) + f" {res}; }})"
 
 
-@rule("select_n", exact_half=True)
+@rule("select_n")
 def _select_n(node, which, *cases):
   if len(cases) == 1:
     return cases[0]
@@ -471,7 +457,7 @@ def _select_n(node, which, *cases):
   return expr
 
 
-@rule("clamp", exact_half=True)
+@rule("clamp")
 def _clamp(node, lo, x, hi):
   d = _out(node)
   return _maxmin(d, _maxmin(d, x, lo, True), hi, False)
@@ -505,7 +491,7 @@ def _erf_inv(node, a):
           f"(pj_w0_ < 5.0f ? pj_p_ : pj_q_) * pj_x_; }})")
 
 
-@rule("bitcast_convert_type", exact_half=True)
+@rule("bitcast_convert_type")
 def _bitcast(node, a):
   src, dst = _in(node), _out(node)
   st, dt = storage_type(src), storage_type(dst)
@@ -527,17 +513,17 @@ def _threefry_expr(k1, k2, x1, x2, which):
   return "({ " + " ".join(lines) + f" {'pj_a_' if which == 0 else 'pj_b_'}; }})"
 
 
-@rule("threefry2x32_0", exact_half=True)
+@rule("threefry2x32_0")
 def _threefry0(node, k1, k2, x1, x2):
   return _threefry_expr(k1, k2, x1, x2, 0)
 
 
-@rule("threefry2x32_1", exact_half=True)
+@rule("threefry2x32_1")
 def _threefry1(node, k1, k2, x1, x2):
   return _threefry_expr(k1, k2, x1, x2, 1)
 
 
-@rule("convert_element_type", exact_half=True)
+@rule("convert_element_type")
 def _convert(node, a):
   src, dst = _in(node), _out(node)
   return convert_expr(src, dst, a)
@@ -571,11 +557,9 @@ def convert_expr(src, dst, a):
 
 
 # --- support ------------------------------------------------------------------------------
-_FLOAT_ONLY = set(_UNARY_LIBM) | {"rsqrt", "logistic", "lgamma", "floor", "ceil", "round",
-                                  "is_finite", "atan2", "pow", "fma", "erf_inv"}
-_INT_ONLY = {"population_count", "clz", "shift_left", "shift_right_logical",
-             "shift_right_arithmetic"}
-_NO_HALF = {"nextafter"}
+_FLOAT_ONLY = _table.FLOAT_ONLY
+_INT_ONLY = _table.INT_ONLY
+_NO_HALF = _table.NO_HALF
 
 
 def supports(node):
@@ -617,7 +601,7 @@ def supports(node):
   return True
 
 
-_ROUND_AFTER = frozenset(_UNARY_LIBM) | {"rsqrt", "logistic", "lgamma", "atan2", "pow", "erf_inv"}
+_ROUND_AFTER = _table.ROUND_HALF
 
 
 def lower(node, args):

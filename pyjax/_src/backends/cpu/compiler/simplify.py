@@ -24,20 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler import primitive_table as _table
 from pyjax._src.backends.cpu.compiler.ir import CONST, Lit, Node, Value
 
-_IDENTITY_PRIMS = {"stop_gradient", "copy", "copy_p"}
 _FOLD_SMALL = 1024
 
 # Elementwise primitives whose operands may be 0-d (implicitly broadcast).
-ELEMENTWISE = frozenset("""
-neg sign floor ceil round is_finite exp exp2 log expm1 log1p tanh logistic sin cos tan asin acos
-atan sinh cosh asinh acosh atanh sqrt rsqrt cbrt square abs not population_count clz add sub mul
-div rem max min atan2 nextafter and or xor shift_left shift_right_arithmetic
-shift_right_logical eq ne lt le gt ge pow integer_pow convert_element_type select_n clamp erf
-erfc lgamma reduce_precision real imag conj complex erf_inv digamma igamma igammac
-bessel_i0e bessel_i1e
-""".split())
+ELEMENTWISE = _table.SCALAR_OPERANDS
 
 
 def _impls():
@@ -215,9 +208,9 @@ def _rewrite(rw, node, impls):
   """Apply one rewrite to ``node`` (its operands already substituted).  Returns True when
   the node was replaced (nothing to emit), else False (emit ``node``)."""
   p, ins, prm = node.prim, node.ins, node.params
-  if p in _IDENTITY_PRIMS and len(ins) == 1:
+  if p in _table.IDENTITY and len(ins) == 1:
     return rw.alias(node.out, ins[0])
-  if p in ("optimization_barrier", "device_put"):
+  if p in _table.BARRIER:
     for o, x in zip(node.outs, ins):
       rw.subst[o] = x
     rw.changed = True
