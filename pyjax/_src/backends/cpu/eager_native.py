@@ -296,7 +296,8 @@ def _load_library(source, entry, ftype):
     stats["builds"] += 1
     return fn
   except Exception:  # noqa: BLE001  -- no kernel: NumPy serves this key
-    if os.environ.get("PYJAX_DEBUG", "") not in ("", "0"):
+    from pyjax._src.backends.cpu import debug
+    if debug.level() >= 1:
       import traceback
       traceback.print_exc()
     return _NONE

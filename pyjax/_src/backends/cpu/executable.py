@@ -18,8 +18,9 @@ programs that touch many elements) and ``exe.fn`` switches to it when ready.
 ``jit(f).lower(x).compile()`` -- or ``exe.wait()`` -- waits for it.  ``PYJAX_COMPILE``
 selects the mode: ``async`` (default), ``sync`` (compile before the first call returns;
 deterministic, used by tests that check native results), ``0``/``off`` (NumPy only).
-``PYJAX_DEBUG=1`` logs every compilation (time, kernels, segments, NumPy steps).  Without a
-C compiler everything runs on the NumPy plan, with one warning.
+``PYJAX_DEBUG=1`` logs every compilation (time, kernels, segments, NumPy steps); higher
+levels show the jaxpr, the compiler's IR and the C (``debug.py``).  Without a C compiler
+everything runs on the NumPy plan, with one warning.
 
 Asynchronous dispatch: once native, a program that touches at least ``_ASYNC_WORK``
 elements and has no effects is enqueued on its device's stream (``runtime/stream.py``) and
@@ -45,6 +46,7 @@ import numpy as np
 
 from pyjax._src import config as _config
 from pyjax._src import profiler as _profiler
+from pyjax._src.backends.cpu import debug as _dbg
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.backends.cpu import pred_mul
 from pyjax._src.backends.cpu import tier_native
@@ -420,7 +422,7 @@ def _worker():
 
 
 def _debug():
-  return os.environ.get("PYJAX_DEBUG", "") not in ("", "0")
+  return _dbg.level() >= 1
 
 
 _warned_no_cc = [False]
@@ -644,6 +646,8 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
   """Compile ``closed_jaxpr`` for ``device``: returns a ``CpuExecutable`` (see the module
   docstring for the tiers).  ``donate``: (input index, output index) pairs of donated
   inputs and the outputs that may take their buffers (``CpuExecutable.call_donating``)."""
+  if _dbg.level() >= 2:
+    _dbg.log(2, f"pyjax: jaxpr of jit({name}):\n{closed_jaxpr}")
   with _profiler.span(f"numpy plan {name}", "compile"):
     fn, src = _numpy_plan(closed_jaxpr, name)
   exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from pyjax._src.backends.cpu.compiler import codegen_c
 from pyjax._src.backends.cpu.compiler import dot as dot_mod
 from pyjax._src.backends.cpu.compiler import lower_c as L
@@ -159,13 +157,14 @@ def _segment_work(seg):
   return work
 
 
-def _segment_c(fusion, seg, kernels):
-  """C of one segment: its run function and its Python entry."""
-  run = segment_run_c(fusion, seg, kernels)
+def _segment_entry_c(seg):
+  """C of one segment's Python entry (``entry_c``)."""
   specs = [(tuple(v.shape), v.dtype) for v in seg.inputs]
-  entry = entry_c(seg.index, specs, len(seg.outputs), len(seg.consts), seg.arena_size,
-                  _segment_work(seg) >= GIL_RELEASE_WORK, getattr(seg, "aliases", None))
-  return run + entry
+  return entry_c(seg.index, specs, len(seg.outputs), len(seg.consts), seg.arena_size,
+                 _segment_work(seg) >= GIL_RELEASE_WORK, getattr(seg, "aliases", None))
+
+
+ENTRY_MARK = "static const int pj_alias_"   # the first line of every entry_c
 
 
 def entry_c(s, in_specs, nout, ncon, arena, heavy, aliases=None):
@@ -376,7 +375,8 @@ def unit_tail(arena_sizes):
 
 
 def module_source(fusion, steps, have_float16, mvec, python_abi=True):
-  """(C source, kernel count) of the executable's translation unit."""
+  """(C source, kernel count) of the executable's translation unit: the prelude, the
+  kernels, the segments' run functions, then (``python_abi``) their Python entries."""
   segs = [s for s in steps if isinstance(s, plan_mod.Segment)]
   parts = [unit_head(have_float16, mvec, python_abi)]
   kernels = {}
@@ -387,11 +387,9 @@ def module_source(fusion, steps, have_float16, mvec, python_abi=True):
     kernels.update(ks)
     nk += len(seg.groups)
   for seg in segs:
-    src = _segment_c(fusion, seg, kernels)
-    if not python_abi:
-      src = src[:src.index("static const int pj_nd_")]
-    parts.append(src)
+    parts.append(segment_run_c(fusion, seg, kernels))
   if python_abi:
+    parts.extend(_segment_entry_c(seg) for seg in segs)
     parts.append(unit_tail([s.arena_size for s in segs]))
   return "\n".join(parts), nk
 
@@ -418,5 +416,3 @@ static void (*pj_blas_set_threads)(int);
 static int (*pj_blas_get_threads)(void);
 void pyjax_set_blas(void *s, void *d) { pj_sgemm = (pj_gemm_s)s; pj_dgemm = (pj_gemm_d)d; }
 """
-
-_ = np

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from pyjax._src.backends.cpu import debug
 from pyjax._src.backends.cpu.compiler import build, cache, cmodule, control, dot, fusion, loops, outpool
 from pyjax._src.backends.cpu.compiler import plan, runtime
 from pyjax._src.backends.cpu.compiler import simplify as simplify_mod
@@ -102,11 +103,36 @@ class NativeProgram:
     self.stats["total_s"] = time.perf_counter() - t0
     return self.fn
 
+  def _split_source(self):
+    """(the shared prelude every translation unit starts with, this program's kernels and
+    run functions, their Python entry points); the source is their concatenation."""
+    src = self.source
+    head = cmodule.unit_head(self.toolchain.float16, self.toolchain.mvec)
+    if not src.startswith(head):
+      head = ""
+    own = src[len(head):]
+    k = own.find(cmodule.ENTRY_MARK)
+    if k < 0:
+      return head, own.strip("\n") + "\n", ""
+    return head, own[:k].strip("\n") + "\n", own[k:]
+
+  def own_source(self):
+    """The C of this program's kernels and run functions (no prelude, no Python entry
+    points)."""
+    return self._split_source()[1]
+
   def as_text(self):
+    """The host program, this program's kernels, their Python entry points, then the
+    shared C prelude (which the translation unit compiles first)."""
+    head, own, entries = self._split_source()
     parts = []
     if self.host_source:
       parts.append("# host program (Python): native segments and NumPy steps\n" + self.host_source)
-    parts.append("/* native code (C) */\n" + self.source)
+    parts.append("/* native code (C): this program's kernels and run functions */\n" + own)
+    if entries:
+      parts.append("/* Python entry points */\n" + entries)
+    if head:
+      parts.append("/* the shared prelude (the same in every program; compiled first) */\n" + head)
     return "\n".join(parts)
 
 
@@ -169,6 +195,26 @@ def lower(closed, name="jaxpr", donate=()):
   if tc is None:
     raise Unsupported("no C compiler")
   program, fu, steps = lower_parts(closed)
+  if debug.level() >= 3:
+    debug.log(3, f"pyjax: simplified program of jit({name}):\n{program}\n"
+                 f"pyjax: fusion groups of jit({name}):\n{_describe_groups(fu)}")
+  prog = _lower_native(name, donate, tc, program, fu, steps)
+  if debug.level() >= 4:
+    debug.log(4, f"pyjax: C of jit({name}) (without the shared prelude):\n{prog.own_source()}")
+  return prog
+
+
+def _describe_groups(fu):
+  lines = []
+  for g in fu.groups:
+    if g.node is not None and not g.members:
+      lines.append(f"  Group{g.id}({g.kind}: {g.node.prim})")
+    else:
+      lines.append(f"  {g!r}")
+  return "\n".join(lines)
+
+
+def _lower_native(name, donate, tc, program, fu, steps):
   segs = [s for s in steps if isinstance(s, plan.Segment)]
   has_loop = any(isinstance(s, plan.HostStep) and s.node.prim in loops.CONTROL_PRIMS for s in steps)
   if has_loop and loops_enabled():
@@ -355,6 +401,3 @@ def _python_impl_runner(node):
     return res
   return run
 
-
-def debug_enabled():
-  return os.environ.get("PYJAX_DEBUG", "") not in ("", "0")
