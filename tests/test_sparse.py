@@ -249,6 +249,11 @@ def test_bcsr_matches_jax(ref):
   _same(back.indptr, csr.indptr)
   sp = ssp.random(4, 6, density=0.4, random_state=2, dtype=np.float32)
   _same(sparse.BCSR.from_scipy_sparse(sp).todense(), sp.toarray())
+  dup = sparse.BCSR((jnp.array([1., 2., 3., 0.]), jnp.array([1, 0, 1, 2]), jnp.array([0, 3, 4])),
+                    shape=(2, 3)).sum_duplicates()
+  assert dup.nse == 2
+  _same(dup.indptr, np.array([0, 2, 2], np.int32))
+  _same(dup.todense(), np.array([[2, 4, 0], [0, 0, 0]], np.float32))
   xs = np.stack([A, -A])
   _same(pyjax.vmap(lambda m: m @ B)(sparse.BCSR.fromdense(xs, n_batch=1)), xs @ B)
 

@@ -18,7 +18,8 @@ from pyjax._src import tree_util
 from pyjax._src.sparse import bcoo_array as _bcoo
 from pyjax._src.sparse.util import SparseInfo, vmapped_shape
 
-__all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense", "bcsr_extract", "bcsr_dot_general"]
+__all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense", "bcsr_extract", "bcsr_dot_general",
+           "bcsr_sum_duplicates"]
 
 
 def _jnp():
@@ -152,6 +153,10 @@ class BCSR:
     """Create a dense version of the array."""
     return bcsr_todense(self)
 
+  def sum_duplicates(self, nse=None, remove_zeros=True):
+    """Sum duplicate indices (through BCOO); ``nse`` must be given under ``jit``."""
+    return BCSR.from_bcoo(self.to_bcoo().sum_duplicates(nse=nse, remove_zeros=remove_zeros))
+
   def block_until_ready(self):
     """Wait for every buffer; returns ``self``."""
     for x in (self.data, self.indices, self.indptr):
@@ -210,3 +215,8 @@ def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
   return _bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
                                 preferred_element_type=preferred_element_type)
 
+
+
+def bcsr_sum_duplicates(mat, nse=None):
+  """Sum duplicate indices of a BCSR (explicit zeros kept)."""
+  return mat.sum_duplicates(nse=nse, remove_zeros=False)

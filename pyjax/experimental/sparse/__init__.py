@@ -10,7 +10,7 @@ from pyjax._src.sparse.bcoo_array import (  # noqa: F401
     bcoo_fromdense, bcoo_multiply_dense, bcoo_reduce_sum, bcoo_reshape, bcoo_slice, bcoo_squeeze, bcoo_sort_indices,
     bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
 from pyjax._src.sparse.bcsr import (  # noqa: F401
-    BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_todense)
+    BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_sum_duplicates, bcsr_todense)
 from pyjax._src.sparse.api import empty, eye  # noqa: F401
 from pyjax._src.sparse.layout import (  # noqa: F401
     bcoo_concatenate, bcoo_multiply_sparse, bcoo_update_layout)
