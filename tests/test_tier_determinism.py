@@ -57,16 +57,8 @@ def test_training_loop_same_bits_on_every_tier(tmp_path, model, steps):
   ref = _train(tmp_path, model, "off", steps=steps)
   assert all(np.isfinite(x).all() for x in ref)
   _assert_bits(ref, _train(tmp_path, model, "sync", steps=steps), f"{model}: off vs sync")
-  try:
-    _assert_bits(ref, _train(tmp_path, model, "async", load=True, steps=steps),
-                 f"{model}: off vs async under load")
-  except AssertionError as e:
-    if model != "cnn":
-      raise
-    # Known open defect (issue 15): in some runs the async-under-load CNN run ends a few
-    # ulp away in the dense bias although off == sync holds: something in the native
-    # tier still depends on timing under load; not yet found.
-    pytest.xfail(f"timing-dependent bits in the async CNN run under load (open): {e}")
+  _assert_bits(ref, _train(tmp_path, model, "async", load=True, steps=steps),
+               f"{model}: off vs async under load")
 
 
 def _tiers(f, *args):
