@@ -25,13 +25,12 @@ import numpy as np
 from pyjax._src.backends.cpu.registry import impls, register
 from pyjax._src.backends.cpu import pred_mul
 from pyjax._src.backends.cpu import tier_native
+from pyjax._src.backends.cpu.compiler import primitive_table as _table
 
 _nd = np.ndarray
 _plans = weakref.WeakKeyDictionary()   # Jaxpr -> _Plan
-_INLINE = ("jit", "custom_jvp_call", "custom_vjp_call", "closed_call", "core_call")
-_INLINE_PARAM = {"jit": "jaxpr", "custom_jvp_call": "call_jaxpr",
-                 "custom_vjp_call": "call_jaxpr", "closed_call": "call_jaxpr",
-                 "core_call": "call_jaxpr"}
+# calls whose jaxpr is inlined: name -> the param holding it (the compiler's table)
+_INLINE_PARAM = _table.INLINE_CALLS
 
 
 def _is_literal(v):
@@ -111,7 +110,7 @@ class _Plan:
       ins = [ref(v) for v in eqn.invars]
       pname = _INLINE_PARAM.get(prim.name)
       inner = eqn.params.get(pname) if pname is not None else None
-      if inner is not None and prim.name in _INLINE:
+      if inner is not None:
         ij, iconsts = _closed_parts(inner)
         ienv = {}
         for v, c in zip(ij.constvars, iconsts):
