@@ -255,3 +255,26 @@ def test_pmap_traces_once_and_unmapped_outputs_are_one_copy():
   assert np.asarray(a).tolist() == [12.0, 16.0]
   assert np.asarray(b).tolist() == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0], [12.0, 14.0]]
   assert tuple(b.sharding.spec) == ("i",)
+
+
+def test_remade_shard_map_and_pmap_trace_and_compile_once(monkeypatch):
+  """A shard_map/pmap made anew in a function called repeatedly is traced once (the cache
+  is keyed on the function, as JAX's), and its per-device program is compiled once for
+  all 8 devices (a CPU executable runs on every device)."""
+  from pyjax._src import compiler
+  compiles, traces = [], []
+  real = compiler.compile_for_device
+  monkeypatch.setattr(compiler, "compile_for_device",
+                      lambda *a, **k: compiles.append(1) or real(*a, **k))
+
+  def body(b):
+    traces.append(1)
+    return lax.psum(jnp.sin(b), "x")
+  mesh = Mesh(np.array(pyjax.devices()), ("x",))
+  for _ in range(3):
+    r = pyjax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P())(_X)
+    p = pyjax.pmap(body, axis_name="x")(_X)
+  assert (len(traces), len(compiles)) == (2, 2)
+  want = np.sin(_X).reshape(8, 1, 8).sum(0)
+  np.testing.assert_allclose(np.asarray(r), want, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(p), np.broadcast_to(want[0], (8, 8)), rtol=1e-6)

@@ -7,7 +7,9 @@ one index per device: the mapped axis becomes a one-dimensional mesh over the fi
 per-device program -- ``f`` on one slice -- runs on every device's stream in parallel
 through ``shard_map``; collectives over ``axis_name`` meet in the collective runtime.
 Outputs are sharded Arrays (``NamedSharding(mesh, P(axis_name))``, mapped dimension at
-``out_axes``).  The traced program is cached per argument structure, shapes and dtypes.
+``out_axes``).  The traced program is cached per function, axis name, ``out_axes``,
+argument structure, shapes and dtypes (so ``jax.pmap(f)`` made anew for each call traces
+``f`` once).
 
 Differs from JAX: ``backend`` and ``global_arg_shapes`` are ignored; donated arguments
 are deleted after the call (their buffers are not reused for outputs).
@@ -15,6 +17,7 @@ are deleted after the call (their buffers are not reused for outputs).
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -63,7 +66,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
   if set(static) & set(donate):
     raise ValueError("static_broadcasted_argnums and donate_argnums cannot intersect.")
   name = axis_name if axis_name is not None else _PMAP_AXIS
-  cache = {}
+  cache = _cache_for(fun, name, out_axes)
   kw_cache = {}
 
   @functools.wraps(fun)
@@ -123,7 +126,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     moved = [x if a in (None, 0) else _moveaxis(x, a, 0) for x, a in zip(leaves, norm)]
     mapped = [a is not None for a in norm]
     statics = tuple((i, args[i]) for i in stat)
-    key = (in_tree, tuple(core.get_aval(x) for x in moved), tuple(mapped), mesh,
+    key = (nargs, stat, in_tree, tuple(core.get_aval(x) for x in moved), tuple(mapped), mesh,
            tuple((i, _hashable(v)) for i, v in statics))
     entry = cache.get(key)
     if entry is None:
@@ -138,6 +141,25 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     return outs
 
   return pmapped
+
+
+# traced pmaps: function -> {(axis name, out_axes): {(argument structure, avals, mapped,
+# mesh, static arguments): the call}}: ``jax.pmap(f)`` made again (in a function called
+# repeatedly) finds the trace and the compiled per-device program of the first
+_traces = weakref.WeakKeyDictionary()
+
+
+def _cache_for(fun, name, out_axes):
+  try:
+    leaves, tree = tree_util.tree_flatten(out_axes, is_leaf=lambda v: v is None)
+    key = (name, tuple(leaves), tree)
+    hash(key)
+    per_fun = _traces.get(fun)
+    if per_fun is None:
+      per_fun = _traces[fun] = {}
+  except TypeError:   # unhashable out_axes, or a function without weak references
+    return {}
+  return per_fun.setdefault(key, {})
 
 
 def _hashable(v):

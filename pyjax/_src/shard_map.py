@@ -151,23 +151,36 @@ def _shard_map_abstract(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes, c
   return [_global_aval(a, s, shape) for a, s in zip(jaxpr.out_avals, out_specs)]
 
 
-_exe_cache = weakref.WeakKeyDictionary()   # ClosedJaxpr -> {device: executable}
+_exe_cache = weakref.WeakKeyDictionary()   # ClosedJaxpr -> {device or backend: executable}
 _exe_lock = threading.Lock()
 
 
-def _executable(jaxpr, device):
-  """The per-device program compiled for ``device`` (one executable per device: a native
-  executable's scratch memory must not be shared by threads running at once)."""
+def _executables(jaxpr, devices):
+  """The per-device programs of ``jaxpr`` for ``devices`` (in order).  A backend whose
+  executables run on any of its devices, concurrently (``supports("shared_executables")``:
+  the CPU's; each concurrent native call takes its own scratch arena), compiles the program
+  once and every device runs that one executable -- only placement differs.  Otherwise one
+  executable is compiled per device."""
+  backend = getattr(devices[0], "_backend", None)
+  if backend is None:
+    backend = _devices.get_backend(devices[0].platform)
+  if backend.supports("shared_executables"):
+    return [_executable(jaxpr, backend, devices[0])] * len(devices)
+  return [_executable(jaxpr, d, d) for d in devices]
+
+
+def _executable(jaxpr, key, device):
+  """``jaxpr`` compiled for ``device``, cached under ``(jaxpr, key)``."""
   with _exe_lock:
     per = _exe_cache.get(jaxpr)
     if per is None:
       per = _exe_cache[jaxpr] = {}
-    exe = per.get(device)
+    exe = per.get(key)
   if exe is None:
     from pyjax._src.compiler import compile_for_device
     exe = compile_for_device(jaxpr, device, "shmap_body")
     with _exe_lock:
-      exe = per.setdefault(device, exe)
+      exe = per.setdefault(key, exe)
   return exe
 
 
@@ -262,9 +275,10 @@ def _shard_map_impl(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check_
   run = _Run(len(devices))
   out_avals = list(jaxpr.out_avals)
   works = []
-  for k, (dev, c) in enumerate(zip(devices, coords)):
+  exes = _executables(jaxpr, devices)
+  for exe, dev, c in zip(exes, devices, coords):
     ctx = _collectives.DeviceContext(run.id, names, sizes, c, dev)
-    works.append(_device_work(_executable(jaxpr, dev), run, ctx, dev, axis_pairs, out_avals))
+    works.append(_device_work(exe, run, ctx, dev, axis_pairs, out_avals))
   nout = len(out_avals)
   if _stream.in_worker():
     pending = _run_threads(works, per_device, nout)
@@ -438,6 +452,11 @@ _register_ad()
 
 
 # --- the public function -------------------------------------------------------------------
+# traces of eager shard_maps: function -> {(out_specs, check_vma): {(argument structure,
+# avals, in_specs, mesh, manual axes, config): (jaxpr, out_tree, flat out_specs)}}; the
+# same jaxpr object then finds its compiled executables in ``_exe_cache``
+_trace_cache = weakref.WeakKeyDictionary()
+
 def _context_mesh():
   m = _sharding.get_mesh()
   if m is None or m.empty:
@@ -460,7 +479,27 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     raise TypeError(f"shard_map requires a callable for its first argument, but got {f} of "
                     f"type {type(f)}.")
 
-  cache = {}
+  own_cache = {}
+  try:
+    out_specs_key = tree_util.tree_flatten(out_specs, is_leaf=_is_spec_leaf)
+    out_specs_key = (tuple(out_specs_key[0]), out_specs_key[1])
+    hash(out_specs_key)
+  except TypeError:
+    out_specs_key = None
+
+  def cache_for():
+    """The traces of ``f`` under these specs: shared by every ``shard_map`` of the same
+    function and specs (one built in a function called repeatedly traces once), else
+    this object's own."""
+    if out_specs_key is None:
+      return own_cache
+    try:
+      per_f = _trace_cache.get(f)
+      if per_f is None:
+        per_f = _trace_cache[f] = {}
+    except TypeError:   # not weakly referenceable
+      return own_cache
+    return per_f.setdefault((out_specs_key, bool(check_vma)), {})
 
   @functools.wraps(f)
   def wrapped(*args):
@@ -497,9 +536,10 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
     mesh_shape = dict(m.shape)
     in_avals = [core.get_aval(x) for x in leaves]
     _check_explicit_inputs(m, leaves, in_avals, flat_in)
-    key = None
+    key = cache = None
     if core.current_interpreter() is core.eval_interpreter and not any(
         isinstance(x, core.Tracer) for x in leaves):
+      cache = cache_for()
       key = (in_tree, tuple(in_avals), tuple(flat_in), m, manual,
              _config.config.trace_state())
       hit = cache.get(key)

@@ -82,7 +82,8 @@ class Backend(abc.ABC):
   # --- capabilities ---------------------------------------------------------------------
   def supports(self, feature):
     """Whether this backend supports ``feature`` (names: ``"jit"``, ``"async_dispatch"``,
-    ``"donation"``, ``"host_callbacks"``, ...)."""
+    ``"donation"``, ``"host_callbacks"``, ``"shared_executables"`` -- one executable
+    may run on any of the backend's devices, concurrently -- ...)."""
     del feature
     return False
 

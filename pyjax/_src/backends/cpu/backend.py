@@ -22,7 +22,10 @@ from pyjax._src.runtime import backend as _backend
 from pyjax._src.runtime.devices import CpuDevice
 from pyjax._src.runtime.stream import Stream
 
-_FEATURES = frozenset({"jit", "async_dispatch", "donation", "host_callbacks", "native_code"})
+# shared_executables: one executable runs on every CPU device, concurrently (a native
+# call running while another runs takes its own scratch arena)
+_FEATURES = frozenset({"jit", "async_dispatch", "donation", "host_callbacks", "native_code",
+                       "shared_executables"})
 
 
 def _xla_flags_cpu_count():
