@@ -113,7 +113,7 @@ def _find_constraint_mesh(jaxpr):
         return s.mesh
     sub = _types._sub_jaxpr(eqn)
     if sub is not None:
-      m = _find_constraint_mesh(sub.jaxpr)
+      m = _find_constraint_mesh(sub.jaxpr if hasattr(sub, "consts") else sub)
       if m is not None:
         return m
   return None
