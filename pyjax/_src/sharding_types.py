@@ -301,9 +301,10 @@ def _eqn_rule(ctx, eqn, in_specs):
   if rule is not None:
     return rule(ctx, eqn, in_avals, in_specs, out_avals)
   sub = _sub_jaxpr(eqn)
-  if sub is not None and len(sub.jaxpr.invars) == len(in_specs) and name not in (
+  sub = sub.jaxpr if sub is not None and hasattr(sub, "consts") else sub
+  if sub is not None and len(sub.invars) == len(in_specs) and name not in (
       "while", "cond", "scan", "shard_map"):
-    return _walk(ctx, sub.jaxpr, in_specs)
+    return _walk(ctx, sub, in_specs)
   if (name not in _NOT_ELEMENTWISE and out_avals
       and all(o.shape == out_avals[0].shape for o in out_avals)
       and all(not a.shape or (len(a.shape) == len(out_avals[0].shape) and all(
