@@ -295,6 +295,18 @@ def test_no_fma_contraction(jax):
     np.testing.assert_allclose(g, np.asarray(r), rtol=0, atol=1e-6 * 8)
 
 
+def test_cse_keeps_output_shapes():
+  """Two equations with the same operands but different output shapes are not one (found
+  by the differential fuzzer): ``var`` divides a broadcast f32[1] sum by n, ``mean`` the
+  scalar sum; once the broadcast of the scalar is dropped both read ``div(sum, n)``, and
+  the mean's buffer came back as f32[1]."""
+  x = np.array([0.5, 1.5, -2.0], np.float32)
+  f = lambda a: (jnp.var(a), jnp.mean(a, axis=-1))  # noqa: E731
+  got, _ = native(f, x, fully=False)
+  assert [g.shape for g in leaves(got)] == [(), ()]
+  assert_close(leaves(got)[1], np.float32(x.sum() / 3))
+
+
 def test_random_bits_and_samplers_are_native(jax):
   """threefry2x32 (both words), iota_2x32_shape, bitcast, fma and erf_inv run natively; the
   bits equal the NumPy backend's and JAX's, the normal samples JAX's within a few ulps."""

@@ -170,7 +170,9 @@ def _cse_key(node):
   except TypeError:
     return None
   ins = tuple(x.key() if type(x) is Lit else x.id for x in node.ins)
-  return (node.prim, pk, ins)
+  # the output avals too: an elementwise op broadcasts 0-d operands, so div(s, t) of two
+  # scalars can be f32[] in one equation and f32[1] in another
+  return (node.prim, pk, ins, tuple((o.shape, o.dtype) for o in node.outs))
 
 
 def _try_fold(rw, node, impls):
