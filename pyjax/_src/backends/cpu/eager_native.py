@@ -34,6 +34,7 @@ import ctypes
 import itertools
 import os
 import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -445,7 +446,7 @@ _RED_ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c
 # Shared by every reduction library (T, pj_er_op and pj_er_fix defined first).
 _REDUCE_C = r"""
 typedef struct { const T *x; T *out; int64_t R, C, n; } pj_er_ctx;
-#define PJ_ER_B 256      /* columns folded together: their accumulators stay in L1 */
+#define PJ_ER_B 2048     /* columns folded together: their accumulators stay in L1 */
 /* columns [lo, hi) of the (R, C) matrix: one fold per column, row after row */
 static void pj_er_cols(void *vc, int64_t lo, int64_t hi) {
   const pj_er_ctx *c = (const pj_er_ctx *)vc;
@@ -617,16 +618,37 @@ class _Pool:
       job = self.q.get()
       job.work()
 
+  skip = 0       # calls left to run on the caller alone (after a stall)
+  penalty = 0
+
   def run(self, fn, nblocks):
     """Call ``fn(i)`` for every block ``i`` in ``range(nblocks)``; re-raises the first
-    exception."""
+    exception.  As the native runtime's ``pj_parallel_for``: when the caller waited for
+    a worker longer than its own share of the work took (a worker was not running: a
+    loaded machine), the next calls (``backing_off``) run the NumPy implementation on
+    the caller alone, more of them after each stall."""
     job = _Job(fn, nblocks)
     for _ in range(min(self.n - 1, nblocks - 1)):
       self.q.put(job)
+    t0 = time.perf_counter()
     job.work()
+    t1 = time.perf_counter()
     job.done.wait()
+    t2 = time.perf_counter()
+    if t2 - t1 > (t1 - t0) / 2 + 5e-5:
+      self.penalty = min(self.penalty * 2, 4096) if self.penalty else 8
+      self.skip = self.penalty
+    elif self.penalty:
+      self.penalty //= 2
     if job.error is not None:
       raise job.error
+
+  def backing_off(self):
+    """True (and one call fewer to skip) while calls run on the caller alone."""
+    if self.skip > 0:
+      self.skip -= 1
+      return True
+    return False
 
 
 class _Job:
@@ -673,7 +695,7 @@ def _run_threads(name, bufs, params, out_dtype, shape):
   """The NumPy implementation on blocks of rows (of the first dimension longer than one
   block) on the pool's threads; None when there is one thread or too few rows."""
   pool = _get_pool()
-  if pool.n < 2 or not shape:
+  if pool.n < 2 or not shape or pool.backing_off():
     return None
   impl = impls.get(name)
   if impl is None:
@@ -698,13 +720,41 @@ def _run_threads(name, bufs, params, out_dtype, shape):
   out = _empty(shape, out_dtype)
   lead = (slice(None),) * ax
   bounds = [rows * i // nblocks for i in range(nblocks + 1)]
+  ufunc = _direct_ufunc(name, impl, views, out_dtype)
 
   def block(i):
     sl = lead + (slice(bounds[i], bounds[i + 1]),)
+    if ufunc is not None:   # straight into the output: no temporary, no copy
+      ufunc(views[0][sl], out=out[sl])
+      return
     res = impl(*[v[sl] for v in views], **params)
     np.copyto(out[sl], res, casting="unsafe")
   pool.run(block, nblocks)
   return out
+
+
+# unary primitives whose NumPy implementation on float32/float64 is the bare ufunc
+# (eager_elementwise._unary: ``fn(x)`` for real operands of these types)
+_BARE_UFUNCS = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log1p": np.log1p,
+                "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh,
+                "cosh": np.cosh, "tanh": np.tanh, "atan": np.arctan, "atanh": np.arctanh,
+                "asin": np.arcsin, "acos": np.arccos, "asinh": np.arcsinh,
+                "acosh": np.arccosh}
+_F32_F64 = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _direct_ufunc(name, impl, views, out_dtype):
+  """The ufunc that ``impl`` (the registered implementation of ``name``) applies to a
+  float32/float64 operand of the output's dtype, or None."""
+  fn = _BARE_UFUNCS.get(name)
+  if (fn is None or len(views) != 1 or views[0].dtype != out_dtype
+      or out_dtype not in _F32_F64 or getattr(impl, "__name__", "") != "_" + name
+      or getattr(impl, "__module__", "") != _ELEMENTWISE_MODULE):
+    return None
+  return fn
+
+
+_ELEMENTWISE_MODULE = "pyjax._src.backends.cpu.eager_elementwise"
 
 
 def wait():
