@@ -481,6 +481,10 @@ EXPLAINED = [
      "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
      "A * broadcast(1 / B) and the product with the converted bool into a select "
      "(False / 0 = 0); pyjax divides (NaN)"),
+    (lambda name, ins, out, p: name == "exp2" and _kind(ins[0].dtype) in "fc",
+     "exp2: JAX lowers exp2(x) to exp(x * ln 2) in x's dtype, so the rounded product costs "
+     "a relative error of about |x| ulps (10% in bfloat16 at x = 32.25); pyjax computes "
+     "exp2 itself"),
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),
