@@ -481,6 +481,10 @@ EXPLAINED = [
      "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
      "A * broadcast(1 / B) and the product with the converted bool into a select "
      "(False / 0 = 0); pyjax divides (NaN)"),
+    (lambda name, ins, out, p: _ill_conditioned_sum(name, ins, out),
+     "ill-conditioned float sums: a sum whose result depends on the order of its additions "
+     "beyond the tolerance (cancellation of large terms); XLA's order for some small "
+     "multi-dimensional full reductions is not pyjax's row-major fold"),
     (lambda name, ins, out, p: name == "exp2" and _kind(ins[0].dtype) in "fc",
      "exp2: JAX lowers exp2(x) to exp(x * ln 2) in x's dtype, so the rounded product costs "
      "a relative error of about |x| ulps (10% in bfloat16 at x = 32.25); pyjax computes "
@@ -489,6 +493,26 @@ EXPLAINED = [
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),
 ]
+
+
+def _ill_conditioned_sum(name, ins, out):
+  """A float sum (or mean, variance) whose result depends on the order of its additions
+  by more than the comparison's tolerance: the worst-case rounding error of a reordered
+  sum, n * eps * sum(|x|), exceeds the tolerance at the result's size."""
+  if name not in ("reduce_sum", "reduce_mean", "reduce_var") or _kind(out.dtype) not in "fc":
+    return False
+  x = ins[0]
+  if x.size < 3 or _kind(x.dtype) == "b":
+    return False
+  rdt = np.finfo(out.dtype).dtype if _kind(out.dtype) == "c" else out.dtype
+  eps = float(ml_dtypes.finfo(rdt).eps)
+  with np.errstate(all="ignore"):
+    mag = np.abs(x.astype(np.complex128 if _kind(x.dtype) == "c" else np.float64))
+    if name == "reduce_var":
+      mag = mag * mag
+    bound = x.size * eps * float(np.sum(mag[np.isfinite(mag)]))
+    size = float(np.max(np.abs(out.astype(np.complex128)), initial=0.0))
+  return bound > _RTOL[str(rdt)] * max(size if np.isfinite(size) else 0.0, 1.0)
 
 
 def explain(name, ins, out, params):
