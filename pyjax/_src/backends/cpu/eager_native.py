@@ -1,8 +1,8 @@
 """Large eager elementwise operations on prebuilt native kernels and on threads.
 
 An eager primitive normally runs its NumPy implementation (``eager_*.py``) on one thread.
-For arrays of at least ``MIN_ELEMENTS`` elements, ``run`` takes one of two faster routes,
-both bit for bit equal to that implementation:
+For arrays of at least ``MIN_ELEMENTS`` elements (65,536), ``run`` takes one of three
+faster routes, each bit for bit equal to that implementation:
 
 - **C kernels** for the primitives whose results are exact (integer arithmetic and
   bitwise operations, correctly rounded float ``+ - * /`` and ``sqrt``, comparisons,
@@ -15,18 +15,30 @@ both bit for bit equal to that implementation:
   arguments.  Libraries go through the compiler's caches (memory and disk); a missing one
   is built on the compiler's background thread (``PYJAX_COMPILE=sync``: on the calling
   thread; ``off``: never) while the NumPy implementation serves the call.  The loop runs
-  on the compiler's thread pool (``pj_parallel_for``), with the GIL released.
+  on the compiler's thread pool (``pj_parallel_for``) from ``PAR_MIN_ELEMENTS`` (262,144),
+  with the GIL released.  Operands that are all contiguous go native only from
+  ``CONTIG_MIN_ELEMENTS`` (262,144: below it NumPy's loops are as fast on one thread);
+  broadcast and strided ones from ``MIN_ELEMENTS``, where NumPy runs one short loop per
+  row.  Short rows (``(10000, 10) - (1, 10)``) are joined into rows of ``TILE_ROW``
+  elements by tiling the repeated row.
+- **Reductions** (``reduce_sum``/``reduce_max``/``reduce_min``) of C-contiguous operands
+  over their leading axes keeping fewer than ``COLS_MAX`` elements (a column mean: NumPy
+  runs one short loop per row) and full float sums: one library per (primitive, dtype),
+  the order of float sums being the one ``eager_reductions.sum_layout`` defines for the
+  NumPy implementation (columns folded row after row; full sums in levels of 32 slices).
 - **Threads** for transcendental functions (``exp``, ``expm1``, ``tanh``, ``log``, ...):
   the compiler's vector math is not NumPy's libm (they differ in the last ulp; jit's NumPy
   tier uses the compiler's, ``tier_native.py``, eager ops keep NumPy's), so the NumPy
   implementation itself runs on row blocks of the operands on
-  ``PYJAX_NUM_THREADS`` threads (NumPy releases the GIL inside its loops).  This needs no
-  C compiler.
+  ``PYJAX_NUM_THREADS`` threads (NumPy releases the GIL inside its loops; bare float
+  ufuncs write straight into the output).  After a stall (a worker not running: a loaded
+  machine) the next calls run NumPy on the caller alone.  This needs no C compiler.
 
 Outputs of 1 MB or more come from the compiler's output pool (``compiler/outpool.py``),
 so a steady stream of large eager results does not page-fault fresh memory.
-``PYJAX_EAGER_NATIVE=0`` turns both routes off; ``PYJAX_EAGER_NATIVE_MIN`` sets the
-threshold (elements of the output).
+``PYJAX_EAGER_NATIVE=0`` turns every route off; ``PYJAX_EAGER_NATIVE_MIN`` and
+``PYJAX_EAGER_NATIVE_CONTIG_MIN`` set the thresholds (elements of the output; of the
+operand for reductions).
 """
 from __future__ import annotations
 
