@@ -276,10 +276,11 @@ batching.primitive_batchers[empty_p] = (
 def empty(shape, dtype, *, out_sharding=None):
   """An array of ``shape`` and ``dtype`` whose values are unspecified (zeros on CPU, as
   XLA's CPU backend gives).  Differs from JAX: ``dtype`` is canonicalized (the jaxpr
-  prints ``dtype=float32``, not the scalar type the user passed)."""
+  prints ``dtype=float32``, not the scalar type the user passed).  ``out_sharding`` lays the
+  result out over its devices (the jaxpr's ``out_sharding`` stays None)."""
   if out_sharding is not None:
-    raise NotImplementedError("lax.empty: out_sharding is not supported (pyjax has one "
-                              "device per platform)")
+    from pyjax._src.out_sharding import sharded_call
+    return sharded_call(out_sharding, "lax.empty", lambda: empty(shape, dtype))
   shape = canonicalize_shape(shape if isinstance(shape, (tuple, list)) else (shape,))
   d = dtypes.check_user_dtype(dtype, "lax.empty")
   return empty_p.bind(shape=shape, dtype=d, out_sharding=None)

@@ -103,14 +103,17 @@ def _rng_bit_generator_abstract(key, *, shape, dtype, algorithm, out_sharding):
 def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG_DEFAULT, *,
                       out_sharding=None):
   """Stateless random bits of ``shape`` and unsigned ``dtype`` from ``key``: returns
-  ``(new_key, bits)``.  Bit-exact with XLA's RngBitGenerator on CPU."""
+  ``(new_key, bits)``.  Bit-exact with XLA's RngBitGenerator on CPU; ``out_sharding`` lays
+  the bits out over its devices."""
   shape = canonicalize_shape(shape)
   d = dtypes.check_user_dtype(dtype, "rng_bit_generator")
   if d not in _BIT_DTYPES:
     raise TypeError(f"rng_bit_generator: unsupported dtype {d.name}")
-  if out_sharding is not None:
-    raise NotImplementedError("rng_bit_generator: out_sharding is not supported (pyjax has "
-                              "one device per platform)")
+  if out_sharding is not None:   # the bits laid out over the sharding's devices
+    from pyjax._src.out_sharding import check_out_sharding, lay_out
+    sharding = check_out_sharding(out_sharding, "rng_bit_generator")
+    new_key, bits = rng_bit_generator(key, shape, d, algorithm)
+    return new_key, lay_out(bits, sharding, "rng_bit_generator")
   return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=d,
                                         algorithm=RandomAlgorithm(algorithm),
                                         out_sharding=None))

@@ -153,13 +153,16 @@ def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions, sharding=None)
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
   """Broadcast ``operand`` to ``shape``; operand dimension i maps to output dimension
-  ``broadcast_dimensions[i]``.  ``out_sharding`` other than None is not supported.
+  ``broadcast_dimensions[i]``.  ``out_sharding`` lays the result out over its devices
+  (``pyjax._src.out_sharding``).
 
   Differs from JAX: a tracer inside ``shape`` raises JAX's "Shapes must be 1D sequences of
   concrete values" TypeError (JAX raises a TracerBoolConversionError, also a TypeError);
   an identity broadcast of an Array returns it unchanged also eagerly."""
   if out_sharding is not None:
-    raise NotImplementedError("broadcast_in_dim: out_sharding is not supported")
+    from pyjax._src.out_sharding import sharded_call
+    return sharded_call(out_sharding, "broadcast_in_dim",
+                        lambda: broadcast_in_dim(operand, shape, broadcast_dimensions))
   shape = _int_tuple("broadcast_in_dim", "shape", shape)
   dims = _int_tuple("broadcast_in_dim", "broadcast_dimensions", broadcast_dimensions)
   if dims == tuple(range(len(shape))) and _shape(operand) == shape:
@@ -168,9 +171,11 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
 
 
 def broadcast(operand, sizes, *, out_sharding=None):
-  """Add leading dimensions of sizes ``sizes`` (lax.broadcast)."""
+  """Add leading dimensions of sizes ``sizes`` (lax.broadcast); ``out_sharding`` lays the
+  result out over its devices."""
   if out_sharding is not None:
-    raise NotImplementedError("broadcast: out_sharding is not supported")
+    from pyjax._src.out_sharding import sharded_call
+    return sharded_call(out_sharding, "broadcast", lambda: broadcast(operand, sizes))
   if len(sizes) == 0:
     return _asarray(operand)
   shp = _shape(operand)
@@ -486,9 +491,12 @@ def _iota_abstract(*, dtype, shape, dimension, sharding=None):
 
 
 def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
-  """Integers 0, 1, ... along ``dimension``, broadcast to ``shape``."""
+  """Integers 0, 1, ... along ``dimension``, broadcast to ``shape``; ``out_sharding`` lays
+  the result out over its devices."""
   if out_sharding is not None:
-    raise NotImplementedError("broadcasted_iota: out_sharding is not supported")
+    from pyjax._src.out_sharding import sharded_call
+    return sharded_call(out_sharding, "broadcasted_iota",
+                        lambda: broadcasted_iota(dtype, shape, dimension))
   dtype = _user_dtype(dtype, "broadcasted_iota")
   shape = canonicalize_shape(shape)
   dimension = core.concrete_or_error(int, dimension, "dimension argument of lax.broadcasted_iota")
@@ -510,9 +518,15 @@ def _convert_folded(x, dtype, weak_type):
 
 def full(shape, fill_value, dtype=None, *, sharding=None):
   """An array of ``shape`` filled with the scalar ``fill_value``; weakly typed when
-  ``dtype`` is None and ``fill_value`` is.  ``sharding`` other than None is not supported."""
+  ``dtype`` is None and ``fill_value`` is.  ``sharding`` (a concrete Sharding), as in JAX:
+  a concrete fill value gives a committed array laid out by it (not weakly typed); under a
+  trace it is ignored."""
   if sharding is not None:
-    raise NotImplementedError("full: sharding is not supported")
+    out = full(shape, fill_value, dtype)
+    if isinstance(out, core.Tracer) or isinstance(fill_value, core.Tracer):
+      return out
+    from pyjax._src.api_device import device_put
+    return device_put(_convert_folded(out, out.dtype, False), sharding)
   shape = canonicalize_shape(shape)
   fshape = _shape(fill_value) if not isinstance(fill_value, (list, tuple)) else np.shape(fill_value)
   if fshape:

@@ -2,10 +2,11 @@
 draw initial parameter arrays.  The draws use ``pyjax.random`` (bit-for-bit with JAX), so
 the same key gives JAX's values.
 
-Differs from JAX: ``out_sharding`` must be None (one device); other values raise
-NotImplementedError."""
+``out_sharding`` lays the draw out over the devices of a sharding (the values are those of
+the unsharded draw); errors name the "initializer" rather than the sampler JAX calls."""
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Protocol, runtime_checkable
@@ -13,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src.out_sharding import check_out_sharding, lay_out
 from pyjax._src.random import keys as _keys
 from pyjax._src.random import samplers as _rs
 import pyjax.numpy as jnp
@@ -31,9 +33,16 @@ class Initializer(Protocol):
     raise NotImplementedError
 
 
-def _no_sharding(out_sharding):
-  if out_sharding is not None:
-    raise NotImplementedError("pyjax.nn.initializers: out_sharding is not supported")
+def _laid_out(init):
+  """``init`` taking ``out_sharding`` (keyword or fourth argument): checked as JAX checks
+  it, the draw made whole and laid out by it (``pyjax._src.out_sharding.lay_out``)."""
+  @functools.wraps(init)
+  def wrapper(key, shape, *args, out_sharding=None, **kwargs):
+    if len(args) > 1:
+      out_sharding, args = args[1], args[:1]
+    sharding = check_out_sharding(out_sharding, "initializer")
+    return lay_out(init(key, shape, *args, **kwargs), sharding, "initializer")
+  return wrapper
 
 
 def _dtype(dtype):
@@ -46,30 +55,30 @@ def _shape(shape):
   return tuple(operator.index(core.concrete_or_error(None, d, "shape")) for d in shape)
 
 
+@_laid_out
 def zeros(key, shape, dtype=None, out_sharding=None):
   """All zeros (``key`` unused)."""
-  _no_sharding(out_sharding)
   return jnp.zeros(shape, _dtype(dtype))
 
 
+@_laid_out
 def ones(key, shape, dtype=None, out_sharding=None):
   """All ones (``key`` unused)."""
-  _no_sharding(out_sharding)
   return jnp.ones(shape, _dtype(dtype))
 
 
 def constant(value, dtype=None):
   """An initializer filling arrays with ``value``."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     return jnp.full(shape, value, dtype=_dtype(dtype))
   return init
 
 
 def uniform(scale=1e-2, dtype=None):
   """Uniform on ``[0, scale)``."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return _rs.uniform(key, shape, dtype) * jnp.array(scale, dtype)
   return init
@@ -77,8 +86,8 @@ def uniform(scale=1e-2, dtype=None):
 
 def normal(stddev=1e-2, dtype=None):
   """Normal with standard deviation ``stddev``."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return _rs.normal(key, shape, dtype) * jnp.array(stddev, dtype)
   return init
@@ -86,8 +95,8 @@ def normal(stddev=1e-2, dtype=None):
 
 def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
   """Standard normal truncated to ``[lower, upper]``, times ``stddev``."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     return _rs.truncated_normal(key, lower, upper, shape, dtype) * jnp.array(stddev, dtype)
   return init
@@ -138,8 +147,8 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
   """Samples with variance ``scale / n``, ``n`` the fan-in, fan-out, their average or
   geometric average (``mode``), from a 'truncated_normal', 'normal' or 'uniform'
   ``distribution`` (complex dtypes draw on the unit disk / with truncated modulus)."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     shape = _shape(shape)
     dtype = _dtype(dtype)
     fan_in, fan_out = _compute_fans(shape, in_axis, out_axis, batch_axis)
@@ -216,8 +225,8 @@ kaiming_normal = he_normal
 def orthogonal(scale=1.0, column_axis=-1, dtype=None):
   """A (scaled) matrix with orthonormal rows or columns, reshaped to ``shape`` with the
   columns along ``column_axis``."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     shape = _shape(shape)
     if len(shape) < 2:
@@ -235,8 +244,8 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
 def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
   """For convolution kernels (3-D to 5-D): zero except an orthogonal matrix at the spatial
   centre."""
+  @_laid_out
   def init(key, shape, dtype=dtype, out_sharding=None):
-    _no_sharding(out_sharding)
     dtype = _dtype(dtype)
     shape = _shape(shape)
     if len(shape) not in (3, 4, 5):

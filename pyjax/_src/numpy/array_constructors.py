@@ -7,7 +7,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 from pyjax._src.lax import elementwise as lax_e
-from pyjax._src.out_sharding import check_out_sharding
+from pyjax._src.out_sharding import choose_device_or_out_sharding, lay_out
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl
 
@@ -62,13 +62,21 @@ def _from_python_scalar(x, dtype):
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
           out_sharding=None):
   """jnp.array.  Differs from NumPy like JAX: 64-bit types only with x64, Python scalars
-  are weakly typed, object/string dtypes are rejected.  ``out_sharding`` may be None or a
-  sharding over one device (see ``pyjax._src.out_sharding``); ``copy=True`` of a traced
-  value records a ``copy`` equation, as in JAX."""
-  check_out_sharding(out_sharding, "jnp.array")
+  are weakly typed, object/string dtypes are rejected.  ``out_sharding`` lays the result
+  out (see ``pyjax._src.out_sharding``) under a context mesh or a trace; as in JAX 0.10 it
+  is checked but not applied eagerly outside a mesh context, nor to a NumPy array taken
+  without a copy.  ``copy=True`` of a traced value records a ``copy`` equation, as in
+  JAX."""
+  sharding = choose_device_or_out_sharding(device, out_sharding, "jnp.array")
   if order is not None and order not in ("K", "C", "A"):
     raise NotImplementedError("Only implemented for order='K'")
   d = dtypes.check_user_dtype(dtype, "array") if dtype is not None else None
+  if sharding is not None:
+    from pyjax._src.sharding import get_mesh
+    if ((not copy and isinstance(object, np.ndarray) and ndmin <= object.ndim
+         and (d is None or d == object.dtype))
+        or (get_mesh() is None and not isinstance(object, core.Tracer))):
+      sharding = None
   out = _array(object, d)
   if copy and out is object and isinstance(out, core.Tracer):
     from pyjax._src.lax.misc import copy_p
@@ -79,7 +87,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
   if device is not None:
     from pyjax._src.api_device import device_put
     out = device_put(out, device)
-  return out
+  return lay_out(out, sharding, "jnp.array")
 
 
 def _array(obj, d):
@@ -179,7 +187,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
   """jnp.asarray: like jnp.array without forcing a copy.  ``out_sharding`` as in
   ``array``."""
   if out_sharding is not None:
-    check_out_sharding(out_sharding, "jnp.asarray")
+    return array(a, dtype=dtype, copy=bool(copy), order=order or "K", device=device,
+                 out_sharding=out_sharding)
   if type(a) is ArrayImpl and (dtype is None or dtypes.to_numpy_dtype(dtype) == a.dtype) and device is None:
     return a
   if isinstance(a, ArrayImpl) and dtype is None and device is None and not copy:

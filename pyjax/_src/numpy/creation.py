@@ -19,6 +19,7 @@ from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.lax import utils as lax_utils
 from pyjax._src.numpy import ufuncs
 from pyjax._src.numpy.util import check_arraylike, canonicalize_axis
+from pyjax._src.out_sharding import choose_device_or_out_sharding, lay_out
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl
 
@@ -166,31 +167,36 @@ def _value_dtype_weak(x):
 
 
 # --- zeros / ones / full / empty --------------------------------------------------------
-def _filled(name, shape, fill, dtype, device):
+def _filled(name, shape, fill, dtype, device, out_sharding):
+  sharding = choose_device_or_out_sharding(device, out_sharding, f"jnp.{name}")
   _check_forgot_shape_tuple(name, shape, dtype)
   d = dtypes.check_user_dtype(float if dtype is None else dtype, name)
   shape = canonicalize_shape(shape)
-  return _device_put(_full(shape, fill, d, False), device)
+  return lay_out(_device_put(_full(shape, fill, d, False), device), sharding, f"jnp.{name}")
 
 
+# out_sharding= (all the constructors below): a NamedSharding, or a PartitionSpec under a
+# context mesh; the result is computed whole and split over the devices (see
+# ``pyjax._src.out_sharding``: JAX's checks and errors)
 def zeros(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of zeros (default dtype float32, or float64 with x64)."""
-  return _filled("zeros", shape, 0, dtype, device)
+  return _filled("zeros", shape, 0, dtype, device, out_sharding)
 
 
 def ones(shape, dtype=None, *, device=None, out_sharding=None):
   """An array of ones (default dtype float32, or float64 with x64)."""
-  return _filled("ones", shape, 1, dtype, device)
+  return _filled("ones", shape, 1, dtype, device, out_sharding)
 
 
 def empty(shape, dtype=None, *, device=None, out_sharding=None):
   """Like JAX, an array of zeros: XLA (and pyjax) arrays are never uninitialized."""
-  return _filled("empty", shape, 0, dtype, device)
+  return _filled("empty", shape, 0, dtype, device, out_sharding)
 
 
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
   """An array of ``shape`` filled with ``fill_value`` (a scalar, or an array broadcast to
   ``shape``).  Without ``dtype`` the result takes the fill value's dtype and weak type."""
+  sharding = choose_device_or_out_sharding(device, out_sharding, "full")
   d = _user_dtype(dtype, "full")
   check_arraylike("full", fill_value)
   if _ndim(fill_value) == 0:
@@ -200,7 +206,7 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
   else:
     from pyjax._src.numpy.manipulation import broadcast_to
     out = broadcast_to(_asarray(fill_value, dtype=d), shape)
-  return _device_put(out, device)
+  return lay_out(_device_put(out, device), sharding, "full")
 
 
 def _like_checks(name, a, dtype, shape):
@@ -217,19 +223,21 @@ def _like_checks(name, a, dtype, shape):
   return shape, d, False
 
 
-def _full_like(name, a, fill_value, dtype, shape, device):
+def _full_like(name, a, fill_value, dtype, shape, device, out_sharding=None):
+  sharding = choose_device_or_out_sharding(device, out_sharding, f"jnp.{name}")
   shape, d, weak = _like_checks(name, a, dtype, shape)
-  return _device_put(_full(shape, fill_value, d, weak), device)
+  return lay_out(_device_put(_full(shape, fill_value, d, weak), device), sharding,
+                 f"jnp.{name}")
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Zeros with ``a``'s shape and dtype (and weak type, when ``dtype`` is not given)."""
-  return _full_like("zeros_like", a, 0, dtype, shape, device)
+  return _full_like("zeros_like", a, 0, dtype, shape, device, out_sharding)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
   """Ones with ``a``'s shape and dtype (and weak type, when ``dtype`` is not given)."""
-  return _full_like("ones_like", a, 1, dtype, shape, device)
+  return _full_like("ones_like", a, 1, dtype, shape, device, out_sharding)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
@@ -244,10 +252,12 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_shardin
   else:
     check_arraylike("full_like", 0, fill_value)
   if _ndim(fill_value) == 0:
-    return _full_like("full_like", a, fill_value, dtype, shape, device)
+    return _full_like("full_like", a, fill_value, dtype, shape, device, out_sharding)
+  sharding = choose_device_or_out_sharding(device, out_sharding, "jnp.full_like")
   shape, d, _ = _like_checks("full_like", a, dtype, shape)
   from pyjax._src.numpy.manipulation import broadcast_to
-  return _device_put(broadcast_to(_asarray(fill_value, dtype=d), shape), device)
+  return lay_out(_device_put(broadcast_to(_asarray(fill_value, dtype=d), shape), device),
+                 sharding, "jnp.full_like")
 
 
 # --- ranges -----------------------------------------------------------------------------
@@ -272,6 +282,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   """Evenly spaced values in ``[start, stop)``.  Bounds must be concrete (a traced bound
   raises ConcretizationTypeError, as in JAX).  dtype rules follow JAX: the promoted dtype
   of the bounds (``arange(5)`` is int32, ``arange(5.)`` float32), never weakly typed."""
+  sharding = choose_device_or_out_sharding(device, out_sharding, "jnp.arange")
   d = _user_dtype(dtype, "arange")
   _check_arraylike_or_none("arange", start, stop, step)
   if start is None:
@@ -303,7 +314,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   else:
     size = max(0, int(np.ceil(stop - start)))
     out = lax_e.add(_const(start, d), lax.broadcasted_iota(d, (size,), 0))
-  return _device_put(out, device)
+  return lay_out(_device_put(out, device), sharding, "jnp.arange")
 
 
 def _is_complex_value(v):
