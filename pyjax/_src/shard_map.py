@@ -156,7 +156,8 @@ _exe_lock = threading.Lock()
 
 
 def _executables(jaxpr, devices):
-  """The per-device programs of ``jaxpr`` for ``devices`` (in order).  A backend whose
+  """The per-device programs of ``jaxpr`` for ``devices`` (in order), as functions of
+  the input buffers.  A backend whose
   executables run on any of its devices, concurrently (``supports("shared_executables")``:
   the CPU's; each concurrent native call takes its own scratch arena), compiles the program
   once and every device runs that one executable -- only placement differs.  Otherwise one
@@ -165,8 +166,11 @@ def _executables(jaxpr, devices):
   if backend is None:
     backend = _devices.get_backend(devices[0].platform)
   if backend.supports("shared_executables"):
-    return [_executable(jaxpr, backend, devices[0])] * len(devices)
-  return [_executable(jaxpr, d, d) for d in devices]
+    exe = _executable(jaxpr, backend, devices[0])
+    # the run counts as one call of the executable (its tiering), not one per device
+    rest = getattr(exe, "call_uncounted", exe.fn)
+    return [exe.fn] + [rest] * (len(devices) - 1)
+  return [_executable(jaxpr, d, d).fn for d in devices]
 
 
 def _executable(jaxpr, key, device):
@@ -218,12 +222,12 @@ class _Run:
       _collectives.transport().finish(self.id)
 
 
-def _device_work(exe, run, ctx, device, axis_pairs, out_avals):
+def _device_work(fn, run, ctx, device, axis_pairs, out_avals):
   def work(*bufs):
     try:
       with _collectives.device_context(ctx), _devices.default_device_ctx(device), \
           batching.extend_axis_env(axis_pairs):
-        outs = exe.fn(*bufs)
+        outs = fn(*bufs)
         res = []
         for o, a in zip(outs, out_avals):
           if type(o) is PendingBuffer:
@@ -275,10 +279,10 @@ def _shard_map_impl(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check_
   run = _Run(len(devices))
   out_avals = list(jaxpr.out_avals)
   works = []
-  exes = _executables(jaxpr, devices)
-  for exe, dev, c in zip(exes, devices, coords):
+  fns = _executables(jaxpr, devices)
+  for fn, dev, c in zip(fns, devices, coords):
     ctx = _collectives.DeviceContext(run.id, names, sizes, c, dev)
-    works.append(_device_work(exe, run, ctx, dev, axis_pairs, out_avals))
+    works.append(_device_work(fn, run, ctx, dev, axis_pairs, out_avals))
   nout = len(out_avals)
   if _stream.in_worker():
     pending = _run_threads(works, per_device, nout)

@@ -139,6 +139,15 @@ class CpuExecutable:
   def __call__(self, *bufs):
     return self._impl(*bufs)
 
+  def call_uncounted(self, *bufs):
+    """Run on the current tier without counting the call towards starting the native
+    build: the other devices' share of one multi-device run (``shard_map`` runs one
+    shared executable on every device; the run counts as one call)."""
+    impl = self._impl
+    if impl == self._counting:
+      impl = self._numpy_fn
+    return impl(*bufs)
+
   @property
   def tier(self):
     if self.native is not None:
