@@ -8,6 +8,10 @@ the GIL, so devices compute in parallel).  Collectives meet in the collective ru
 (``runtime/collectives.py``), which folds in rank order: results are deterministic and
 equal to the same collectives over a ``vmap`` axis.  Outputs are sharded Arrays (one
 buffer per device, still being computed when returned) laid out by ``out_specs``.
+The traced program is compiled once for all devices where the backend allows it
+(``_executables``), and eager traces are cached on the function, its specs, the argument
+avals and the mesh (``_trace_cache``): a ``shard_map`` made anew for each call traces and
+compiles once.
 
 ``shard_map`` binds one ``shard_map`` primitive, so it works under ``jit`` (the primitive
 runs as a host step of the compiled program).
