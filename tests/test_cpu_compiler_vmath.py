@@ -278,6 +278,8 @@ PJ_LOOP(t_exp, double, pj_exp) PJ_LOOP(t_exp2, double, pj_exp2)
 PJ_LOOP(t_expm1, double, pj_expm1) PJ_LOOP(t_tanh, double, pj_tanh)
 PJ_LOOP(t_logistic, double, pj_logistic) PJ_LOOP(t_log, double, pj_log)
 PJ_LOOP(t_log1p, double, pj_log1p)
+PJ_LOOP(t_sin_sf, float, pj_sinf_s) PJ_LOOP(t_cos_sf, float, pj_cosf_s)
+PJ_LOOP(t_tan_sf, float, pj_tanf_s)
 """
 
 
@@ -331,3 +333,17 @@ def test_direct_vector_body_equals_scalar_tail(direct):
     for k in (1, 3, 7, 13):   # every element once in a short array (tail only) or shifted
       part = np.concatenate([direct(name, x[i:i + k]) for i in range(0, 52, k)])
       assert np.array_equal(part.view(np.uint32), whole[:len(part)].view(np.uint32)), (name, k)
+
+
+@pytest.mark.parametrize("stride", [997, pytest.param(31, marks=pytest.mark.slow)])
+def test_small_kernel_trig_variants_same_bits(direct, stride):
+  """Kernels of at most vmath.SCALAR_MAX elements call sin/cos/tan's scalar variants (no
+  reduction for |x| < 0.785398): the same bits as the reducing functions, which the NumPy
+  tier and large kernels run (every float32 of the range with PYJAX_VMATH_EXHAUSTIVE=1)."""
+  stride = 1 if _SLOW_STRIDE == 1 else stride
+  top = int(np.float32(0.785398).view(np.uint32))
+  pos = np.arange(0, top, stride, dtype=np.uint32).view(F32)
+  x = np.concatenate([pos, -pos, np.float32([0.785398, 0.7854, 1.0, -3.0, 1e30, np.inf])])
+  for name in ("sin", "cos", "tan"):
+    assert np.array_equal(direct(name + "_s", x).view(np.uint32),
+                          direct(name, x).view(np.uint32)), name

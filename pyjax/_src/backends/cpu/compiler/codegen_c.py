@@ -30,6 +30,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu.compiler import fusion as F
 from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler import vmath
 from pyjax._src.backends.cpu.compiler.ir import Lit, Value
 from pyjax._src.backends.cpu.compiler.tree_c import TREE1_SOURCE
 from pyjax._src.backends.cpu.compiler.tree_c import tree1_helper as _tree1_helper
@@ -1170,6 +1171,8 @@ def kernel_source(fusion, group, slot_root, name):
   """(C source of the group's kernel, its parameter root values)."""
   kg = KernelGen(fusion, group, slot_root, name)
   src = kg.generate()
+  if math.prod(kg.shape) <= vmath.SCALAR_MAX:
+    src = vmath.scalar_calls(src)
   if kg.alias_out:
     group.alias_ok = kg.alias_verdicts()
   return src, kg.params
