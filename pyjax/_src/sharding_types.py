@@ -8,8 +8,8 @@ below, one per primitive family, walking a jaxpr (``jaxpr_out_specs``: the outpu
 ``jit``) or one eager operation (``eager_out_specs``):
 
 * elementwise operations (every output has the shape of its non-scalar inputs): the
-  inputs' specs merged dimension by dimension; two different axes on one dimension, over
-  Explicit axes, raise JAX's ``ShardingTypeError``;
+  inputs' specs merged dimension by dimension; two different axes on one dimension, or
+  one axis on two dimensions, over Explicit axes, raise JAX's ``ShardingTypeError``;
 * ``broadcast_in_dim`` keeps the spec of the operand's kept dimensions (a size-1 operand
   dimension that grows is unsharded); reductions drop the reduced dimensions;
   ``transpose`` permutes; ``squeeze`` drops; ``reshape`` maps a split or merged group of
@@ -19,7 +19,7 @@ below, one per primitive family, walking a jaxpr (``jaxpr_out_specs``: the outpu
   axes; sharded contracting dimensions need ``out_sharding`` (else ``ShardingTypeError``
   with JAX's message), as does a result that would use one axis twice;
 * ``sharding_constraint`` (``with_sharding_constraint`` / ``reshard``) takes its
-  sharding; ``jit`` and other equations carrying one jaxpr recurse into it;
+  sharding; ``shard_map`` lays its outputs out by ``out_specs``; ``jit`` and other equations carrying one jaxpr recurse into it;
 * anything else gives unsharded (replicated) results.
 
 Differs from JAX: over Auto axes XLA may choose other layouts than these rules (values
@@ -129,6 +129,12 @@ def _elementwise(ctx, name, in_avals, in_specs, out_avals):
       out[d] = names
   used = [n for d in out for n in d]
   if len(used) != len(set(used)):
+    twice = {n for n in used if used.count(n) > 1}
+    if ctx.is_explicit((twice,)):   # e.g. f32[4@X,4] + f32[4,4@X]
+      ins = ", ".join(_short(a, s if s is not None else ((),) * len(a.shape), ctx)
+                      for a, s in zip(in_avals, in_specs))
+      raise ShardingTypeError(f"{name} operation with inputs: {ins} produces an illegally "
+                              f"sharded result: {_short(out_avals[0], out, ctx)}")
     return [((),) * len(shape)] * len(out_avals)
   return [tuple(out)] * len(out_avals)
 
@@ -274,7 +280,21 @@ def _sub_jaxpr(eqn):
   return None
 
 
+def _shard_map(ctx, eqn, in_avals, in_specs, out_avals):
+  """Outputs are laid out by ``out_specs`` over the shard_map's mesh (when it is the
+  context's mesh; unsharded otherwise)."""
+  mesh = eqn.params.get("mesh")
+  if getattr(mesh, "axis_names", None) != ctx.mesh.axis_names:
+    return [((),) * len(o.shape) for o in out_avals]
+  outs = []
+  for spec, o in zip(eqn.params["out_specs"], out_avals):
+    entries = list(spec or ())[:len(o.shape)]
+    outs.append(tuple(_names(e) for e in entries + [None] * (len(o.shape) - len(entries))))
+  return outs
+
+
 _RULES = {
+    "shard_map": _shard_map,
     "broadcast_in_dim": _broadcast_in_dim,
     "reduce_sum": _reduce, "reduce_max": _reduce, "reduce_min": _reduce,
     "reduce_prod": _reduce, "reduce_and": _reduce, "reduce_or": _reduce,

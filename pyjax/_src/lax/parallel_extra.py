@@ -5,8 +5,9 @@ pyjax's named axes are ``vmap`` axes (there is no ``shard_map``): every member o
 lives in one batched array, so collectives are batching rules.  ``pbroadcast`` gives
 every member the ``source`` member's value; ``ragged_all_to_all`` moves ragged slices
 between members as JAX documents (and, unlike JAX, works under ``vmap``).  ``pcast``
-changes the varying-manual-axes type, which only exists inside ``shard_map``: as in JAX
-outside ``shard_map`` it is the identity for no axes and raises otherwise.
+changes the varying-manual-axes type, which only exists inside ``shard_map`` (where a
+cast to 'varying' is the identity); as in JAX outside ``shard_map`` it is the identity for
+no axes and raises otherwise.
 ``psend``/``precv`` are device-to-device transfers paired through a token; a ``vmap`` axis
 cannot pair them, so they stage (with an axis environment) but raise when run.
 """
@@ -106,9 +107,11 @@ _PCAST_TO = ("reduced", "unreduced", "varying")
 
 def pcast(x, axis_name, *, to):
   """Cast the varying-manual-axes type of ``x`` over ``axis_name`` (``to`` is 'varying',
-  'reduced' or 'unreduced').  Those types exist only inside ``shard_map``, which pyjax
-  does not have: every value is invariant, so this raises as JAX does outside
-  ``shard_map`` (and is the identity for an empty ``axis_name``)."""
+  'reduced' or 'unreduced').  Those types exist only inside ``shard_map``: there, over
+  its manual axes, ``to='varying'`` is the identity (pyjax's ``shard_map`` does not track
+  varying types, so it never needs the cast; the value on each device is unchanged).
+  Elsewhere (and for 'reduced'/'unreduced', which pyjax does not model) it raises as JAX
+  does outside ``shard_map``; it is the identity for an empty ``axis_name``."""
   if isinstance(axis_name, (set, frozenset)):
     raise TypeError(f"axis_name={axis_name!r} must be a tuple or a str. Got {axis_name}")
   if not axis_name:
@@ -116,6 +119,10 @@ def pcast(x, axis_name, *, to):
   if to not in _PCAST_TO:
     raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
                      f"{{{', '.join(repr(t) for t in _PCAST_TO)}}}")
+
+  manual = {n for n, _ in getattr(batching._axis_env, "frames", ())}   # shard_map's axes
+  if to == "varying" and all(n in manual for n in _names(axis_name)):
+    return x
 
   def one(leaf):
     if to == "varying":
