@@ -307,6 +307,17 @@ def test_cse_keeps_output_shapes():
   assert_close(leaves(got)[1], np.float32(x.sum() / 3))
 
 
+def test_host_step_on_dropped_scalar_broadcast():
+  """A host (NumPy) step whose operand was a broadcast scalar -- the simplifier uses the
+  scalar directly -- is broadcast to its equation's shape (found by the differential
+  fuzzer: a complex ``ne`` raised "cannot reshape array of size 1 into shape (3,)")."""
+  z = np.complex64(1 + 2j)
+  f = lambda z: (jnp.logical_not(jnp.broadcast_to(jnp.exp(z), (3,))),  # noqa: E731
+                 jnp.broadcast_to(z, (2,)) == z)
+  got, _ = native(f, z, fully=False)
+  assert [g.tolist() for g in leaves(got)] == [[False] * 3, [True] * 2]
+
+
 def test_random_bits_and_samplers_are_native(jax):
   """threefry2x32 (both words), iota_2x32_shape, bitcast, fma and erf_inv run natively; the
   bits equal the NumPy backend's and JAX's, the normal samples JAX's within a few ulps."""

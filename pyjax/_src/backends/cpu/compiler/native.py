@@ -11,6 +11,7 @@ segment's native callable *is* the host function.
 from __future__ import annotations
 
 import itertools
+import math
 import logging
 import os
 import time
@@ -370,10 +371,15 @@ def _host_source(np_prog, seg_fns):
 
 def _fix_output(x, dtype, shape):
   """A NumPy step's result as an array of exactly the equation's dtype and shape (native
-  segments check both)."""
+  segments check both).  An elementwise step whose operands are all 0-d (the simplifier
+  drops broadcasts of scalars feeding elementwise operations) gives one element: it is
+  broadcast to the equation's shape."""
   x = np.asarray(x, dtype)
   if x.shape != shape:
-    x = x.reshape(shape)
+    if x.size == 1 and x.size != math.prod(shape):
+      x = np.full(shape, x.reshape(()), dtype)
+    else:
+      x = x.reshape(shape)
   return x
 
 
