@@ -483,8 +483,8 @@ def _pow(x, y):
   if x.dtype.kind == "c":
     return _cpow(x, y)
   xu = _up(x)
-  if y.dtype.kind in "iu":
-    y = y.astype(xu.dtype)
+  if y.dtype.kind in "iu":   # an integer exponent is first converted to x's own dtype, as
+    y = y.astype(x.dtype)    # XLA does (bfloat16: 65535 -> 65536, so (-2)**65535 is +inf)
   return np.power(xu, _up(y))
 
 

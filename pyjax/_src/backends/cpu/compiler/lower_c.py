@@ -410,7 +410,10 @@ def _pow(node, a, b):
   d = _out(node)
   ct = compute_type(d)
   fn = vmath.function("pow", d != F64) or f"pow{_fsuf(d)}"   # float32: vmath.py's own
-  return f"{fn}({a}, ({ct})({b}))"
+  y = f"({ct})({b})"
+  if is_half(d) and node.ins[1].dtype != d:   # an integer exponent rounded to the half
+    y = round_to(d, y)                         # type first, as XLA converts it
+  return f"{fn}({a}, {y})"
 
 
 @rule("integer_pow")
