@@ -476,11 +476,12 @@ EXPLAINED = [
      "vector-vector dot with a bool operand: XLA decomposes it into a multiply and a sum and "
      "turns the multiply by the converted bool into a select (NaN . False = 0); pyjax "
      "multiplies (NaN), as JAX's own matrix products do"),
-    (lambda name, ins, out, p: name == "divide" and ins[0].dtype == np.bool_
-     and ins[1].shape != out.shape,
+    (lambda name, ins, out, p: ins[0].dtype == np.bool_ and (
+        (name == "divide" and ins[1].shape != out.shape)
+        or (name == "scalar_op" and p["f"] == "div")),
      "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
      "A * broadcast(1 / B) and the product with the converted bool into a select "
-     "(False / 0 = 0); pyjax divides (NaN)"),
+     "(False / 0 = 0, False / -1.5 = +0); pyjax divides (NaN, -0)"),
     (lambda name, ins, out, p: _ill_conditioned_sum(name, ins, out),
      "ill-conditioned float sums: a sum whose result depends on the order of its additions "
      "beyond the tolerance (cancellation of large terms); XLA's order for some small "
