@@ -482,6 +482,11 @@ EXPLAINED = [
      "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
      "A * broadcast(1 / B) and the product with the converted bool into a select "
      "(False / 0 = 0, False / -1.5 = +0); pyjax divides (NaN, -0)"),
+    (lambda name, ins, out, p: name in ("power", "scalar_op") and _kind(out.dtype) == "c"
+     and (name == "power" or p["f"] == "pow") and not np.all(np.isfinite(out)),
+     "overflowing complex powers: the signs of the infinite parts are those of cos and sin "
+     "of the phase c arg(x) + d log|x| (~1e38 radians for an exponent of 4e37j), which "
+     "pyjax and XLA reduce differently"),
     (lambda name, ins, out, p: _ill_conditioned_sum(name, ins, out),
      "ill-conditioned float sums: a sum whose result depends on the order of its additions "
      "beyond the tolerance (cancellation of large terms); XLA's order for some small "
