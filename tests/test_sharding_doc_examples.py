@@ -387,8 +387,6 @@ _KNOWN = {
     "par_explicit_axes": "explicit_axes(in_sharding=) does not give the values that type",
     "sm_vma_types": "no varying-manual-axes types ({V:i}, manual_axis_type)",
     "sm_check_vma": "no varying-manual-axes types: no check_vma replication error",
-    "sm_data_parallel_grad": "the transpose of a dot over Explicit-sharded contracting "
-                             "dimensions does not take the primal's sharding",
 }
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 
 from pyjax._src.core import ShardingTypeError
+from pyjax._src.lax import dot as _dot
 
 __all__ = ["ShardingTypeError", "jaxpr_out_specs", "eager_out_specs", "spec_of", "to_spec"]
 
@@ -229,7 +230,9 @@ def reshape_spec(ctx, aval, spec, new_shape):
 def _dot_general(ctx, eqn, in_avals, in_specs, out_avals):
   (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
   ls, rs = in_specs
-  forced = ctx.from_sharding(eqn.params.get("out_sharding"), len(out_avals[0].shape))
+  osh = eqn.params.get("out_sharding")
+  transposed = osh is _dot.LIKE_PRIMAL   # a cotangent: contracted axes summed away
+  forced = None if transposed else ctx.from_sharding(osh, len(out_avals[0].shape))
   if forced is not None:
     return [forced]
   lcs = tuple(ls[i] for i in lc)
@@ -245,8 +248,9 @@ def _dot_general(ctx, eqn, in_avals, in_specs, out_avals):
     for l, r in zip(x, y):
       if l and r and l != r and ctx.is_explicit((l, r)):
         raise ShardingTypeError(msg)
+  summed = {n for d in lcs + rcs for n in d} if transposed else set()
   for l, r in zip(lcs, rcs):
-    if l and r and ctx.is_explicit((l, r)):
+    if l and r and ctx.is_explicit((l, r)) and not transposed:
       raise ShardingTypeError(
           "Contracting dimensions are sharded and it is ambiguous how the output should be "
           "sharded. Please specify the output sharding via the `out_sharding` parameter. "
@@ -256,6 +260,8 @@ def _dot_general(ctx, eqn, in_avals, in_specs, out_avals):
     out.append(ls[i])
   out += [ls[i] for i in range(len(ls)) if i not in lc and i not in lb]
   out += [rs[i] for i in range(len(rs)) if i not in rc and i not in rb]
+  if summed:
+    out = [tuple(n for n in d if n not in summed) for d in out]
   used = [n for d in out for n in d]
   if len(used) != len(set(used)):
     if ctx.is_explicit(out):

@@ -270,7 +270,8 @@ def encode(w, v, where="value"):
 
 
 # singleton param objects, by class name -> attribute holding the instance
-_SINGLETONS = {"UnspecifiedValue": "UNSPECIFIED", "_EmptyMesh": "EMPTY_MESH"}
+_SINGLETONS = {"UnspecifiedValue": "UNSPECIFIED", "_EmptyMesh": "EMPTY_MESH",
+               "_LikePrimal": "LIKE_PRIMAL"}
 
 
 def decode(r):

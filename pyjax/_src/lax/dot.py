@@ -244,7 +244,7 @@ def _dot_general_printer(params):
   out = {"dimension_numbers": _fmt_dims(params["dimension_numbers"])}
   for k in ("precision", "preferred_element_type", "out_sharding"):
     v = params.get(k)
-    if v is not None:
+    if v is not None and v is not LIKE_PRIMAL:
       out[k] = v
   return out
 
@@ -355,6 +355,25 @@ def _remaining(original, *removed_lists):
   return [i for i in original if i not in removed]
 
 
+class _LikePrimal:
+  """``out_sharding`` of a transposed ``dot_general``: the result is laid out as the primal
+  operand it is the cotangent of.  JAX passes that operand's sharding type; pyjax's avals
+  carry none, so the end-of-trace sharding-type walk (``sharding_types``) sums the
+  contracted mesh axes away instead of raising for sharded contracting dimensions (JAX
+  raises there only when the primal has no mesh type).  Prints as ``None``; every
+  implementation ignores it, as it ignores ``None``."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "None"
+
+  def __reduce__(self):
+    return "LIKE_PRIMAL"
+
+
+LIKE_PRIMAL = _LikePrimal()
+
+
 def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, preferred_element_type=None,
                        swap_ans=False):
   from pyjax._src.lax import shapes as _shapes
@@ -372,7 +391,8 @@ def _dot_transpose_lhs(g, x_aval, y, *, dimension_numbers, precision, preferred_
   x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
   out_axes = np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y)
   d = dot_general_p.bind(g, y, dimension_numbers=dims, precision=precision,
-                         preferred_element_type=preferred_element_type, out_sharding=None)
+                         preferred_element_type=preferred_element_type,
+                         out_sharding=LIKE_PRIMAL)
   perm = tuple(int(i) for i in out_axes)
   if perm != tuple(range(len(perm))):
     d = _shapes.transpose_p.bind(d, permutation=perm)
