@@ -78,7 +78,7 @@ _CASES = {
 @pytest.mark.parametrize("name", sorted(_CASES))
 def test_collectives_match_jax(oracle, name):
   f, i, o = _CASES[name]
-  r = pyjax.shard_map(f, mesh=_mesh(), in_specs=i, out_specs=o)(_X)
+  r = pyjax.shard_map(f, mesh=_mesh(), in_specs=i, out_specs=o, check_vma=False)(_X)
   want = oracle[name]
   np.testing.assert_array_equal(np.asarray(r), want["value"])
   assert tuple(r.sharding.spec) == want["spec"]

@@ -386,7 +386,7 @@ _KNOWN = {
     "par_concrete_vs_type_sharding": "under auto_axes the type still shows the Auto axes",
     "par_explicit_axes": "explicit_axes(in_sharding=) does not give the values that type",
     "sm_vma_types": "no varying-manual-axes types ({V:i}, manual_axis_type)",
-    "sm_check_vma": "no varying-manual-axes types: no check_vma replication error",
+    "sm_check_vma": "no varying-manual-axes types: jax.typeof shows no {V:i}",
 }
 
 

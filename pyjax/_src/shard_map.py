@@ -16,9 +16,14 @@ compiles once.
 ``shard_map`` binds one ``shard_map`` primitive, so it works under ``jit`` (the primitive
 runs as a host step of the compiled program).
 
-Differs from JAX: ``check_vma`` checks nothing (pyjax has no varying-manual-axes types);
-an output whose ``out_specs`` leaves out a mesh axis takes each device's own value without
-verifying that it is the same along that axis; vmap batches the body (the vmapped axis is
+``check_vma=True`` (the default) checks, after tracing, that no output may vary along a
+manual mesh axis its ``out_specs`` leaves out (``shard_map_vma.py``: a static walk of the
+body, as pyjax's avals carry no varying-manual-axes types), raising JAX's ValueError;
+with ``check_vma=False`` such an output takes each device's own value unchecked.
+
+Differs from JAX: no varying-manual-axes types on values (``jax.typeof`` shows no
+``{V:...}``), so the vma is inferred only for the out_specs check (a few bodies JAX's
+types reject pass it: see ``shard_map_vma.py``); vmap batches the body (the vmapped axis is
 unsharded); grad/vjp transpose the body as JAX did before varying-axis types (see
 "differentiation" below); ``axis_names`` naming a subset of the mesh axes runs the other
 axes' devices as replicas.
@@ -584,9 +589,16 @@ def shard_map(f=None, /, *, out_specs, in_specs=Infer, mesh=None, axis_names=fro
       if len(s) > len(a.shape):
         raise ValueError(f"shard_map out_specs[{i}] {s} has more entries than the rank "
                          f"{len(a.shape)} of the output (shape {a.shape})")
+    all_in = (PartitionSpec(),) * len(tracer_consts) + tuple(flat_in)
+    if check_vma:
+      from pyjax._src.shard_map_vma import check_out_vma
+      # JAX 0.10 names the function when staged (under jit), and its internal wrapper
+      # ('_rem_singleton') when called eagerly
+      staged = key is None
+      check_out_vma(closed, m, manual, all_in, flat_out,
+                    getattr(f, "__name__", str(f)) if staged else "_rem_singleton")
     if key is not None and not tracer_consts:
       cache[key] = (closed, out_tree, tuple(flat_out))
-    all_in = (PartitionSpec(),) * len(tracer_consts) + tuple(flat_in)
     outs = shard_map_p.bind(*tracer_consts, *leaves, jaxpr=closed, mesh=m, in_specs=all_in,
                             out_specs=tuple(flat_out), manual_axes=manual,
                             check_vma=bool(check_vma))

@@ -6,8 +6,8 @@ lives in one batched array, so collectives are batching rules.  ``pbroadcast`` g
 every member the ``source`` member's value; ``ragged_all_to_all`` moves ragged slices
 between members as JAX documents (and, unlike JAX, works under ``vmap``).  ``pcast``
 changes the varying-manual-axes type, which only exists inside ``shard_map`` (where a
-cast to 'varying' is the identity); as in JAX outside ``shard_map`` it is the identity for
-no axes and raises otherwise.
+cast to 'varying' binds ``pvary``, the identity on values, read by check_vma); as in JAX
+outside ``shard_map`` it is the identity for no axes and raises otherwise.
 ``psend``/``precv`` are device-to-device transfers paired through a token; a ``vmap`` axis
 cannot pair them, so they stage (with an axis environment) but raise when run.
 """
@@ -27,7 +27,7 @@ from pyjax._src.lax import slicing as _sl
 from pyjax._src.lax import tokens as _tok
 
 __all__ = ["pbroadcast", "pswapaxes", "pcast", "psend", "precv", "ragged_all_to_all",
-           "ragged_all_to_all_p"]
+           "ragged_all_to_all_p", "pvary_p"]
 
 _nm = batching.not_mapped
 
@@ -104,12 +104,22 @@ def pswapaxes(x, axis_name, axis, *, axis_index_groups=None):
 # --- pcast ------------------------------------------------------------------------------------
 _PCAST_TO = ("reduced", "unreduced", "varying")
 
+# ``pvary[axes=...]``: the identity on values, recorded so that ``shard_map``'s check_vma
+# walk (``shard_map_vma.py``) sees that the result varies along ``axes``.  Its transpose
+# is the identity too: pyjax's shard_map transpose sums an input's cotangent over the
+# axes its in_spec leaves out (where JAX transposes pvary to psum inside the body).
+pvary_p = core.Primitive("pvary")
+pvary_p.def_abstract_eval(lambda aval, *, axes: aval)
+batching.primitive_batchers[pvary_p] = (
+    lambda args, dims, *, axes: (pvary_p.bind(args[0], axes=axes), dims[0]))
+ad.deflinear2(pvary_p, lambda ct, x, *, axes: [ct])
+
 
 def pcast(x, axis_name, *, to):
   """Cast the varying-manual-axes type of ``x`` over ``axis_name`` (``to`` is 'varying',
   'reduced' or 'unreduced').  Those types exist only inside ``shard_map``: there, over
-  its manual axes, ``to='varying'`` is the identity (pyjax's ``shard_map`` does not track
-  varying types, so it never needs the cast; the value on each device is unchanged).
+  its manual axes, ``to='varying'`` binds ``pvary`` (the identity on each device's value;
+  ``shard_map``'s check_vma walk reads it; pyjax has no varying types on avals).
   Elsewhere (and for 'reduced'/'unreduced', which pyjax does not model) it raises as JAX
   does outside ``shard_map``; it is the identity for an empty ``axis_name``."""
   if isinstance(axis_name, (set, frozenset)):
@@ -122,7 +132,8 @@ def pcast(x, axis_name, *, to):
 
   manual = {n for n, _ in getattr(batching._axis_env, "frames", ())}   # shard_map's axes
   if to == "varying" and all(n in manual for n in _names(axis_name)):
-    return x
+    axes = tuple(_names(axis_name))
+    return tree_util.tree_map(lambda leaf: pvary_p.bind(leaf, axes=axes), x)
 
   def one(leaf):
     if to == "varying":

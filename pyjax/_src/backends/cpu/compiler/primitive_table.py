@@ -191,6 +191,7 @@ precv                         host
 psend                         host
 psum                          host
 pure_callback                 host
+pvary                         identity
 qr                            host
 ragged_all_to_all             host
 ragged_dot_general            host
