@@ -498,7 +498,31 @@ EXPLAINED = [
     (lambda name, ins, out, p: name == "cummax" and _kind(ins[0].dtype) == "c"
      and np.isnan(ins[0]).any(),
      "NaN in complex cumulative max: XLA keeps the newer element, pyjax the running value"),
+    (lambda name, ins, out, p: name == "dot" and ins[0].ndim >= 1 and ins[0].shape[-1] == 1
+     and _kind(out.dtype) in "fc" and bool(np.any(out == 0)),
+     "signed zero of a size-1 contraction: XLA rewrites the dot into a multiply, so a -0 "
+     "product stays -0; pyjax sums the products from +0 (IEEE: +0)"),
+    (lambda name, ins, out, p: name == "scan" and ins[0].shape[0] == 1
+     and _kind(out.dtype) in "fc" and bool(np.any(out == 0)),
+     "signed zero of a one-step scan: XLA unrolls it and folds the carry's 0 + x into x, so "
+     "a -0 stays -0; pyjax adds (IEEE: +0)"),
+    (lambda name, ins, out, p: _complex_atan2_singular(name, ins, out),
+     "complex arctan2 at a singular point: -i log((x + iy) / sqrt(x^2 + y^2)) where x^2 + y^2 "
+     "cancels to (nearly) zero, or on the logarithm's branch cut (result +-pi/2 with a zero "
+     "imaginary part): rounding and the sign of zero decide, and pyjax and XLA round the "
+     "cancellation differently"),
 ]
+
+
+def _complex_atan2_singular(name, ins, out):
+  if name != "arctan2" or _kind(out.dtype) != "c" or len(ins) != 2:
+    return False
+  with np.errstate(all="ignore"):
+    a, b = (np.broadcast_to(v, out.shape).astype(np.complex128) for v in ins)
+    near_zero = np.abs(a * a + b * b) <= 1e-3 * (np.abs(a) ** 2 + np.abs(b) ** 2)
+    o = out.astype(np.complex128)
+    on_cut = (np.abs(np.abs(o.real) - np.pi / 2) < 1e-3) & (o.imag == 0)
+  return bool(np.any(near_zero | on_cut))
 
 
 def _ill_conditioned_sum(name, ins, out):
@@ -582,7 +606,7 @@ def _run_tier(progs, pyjax_mod, tier):
     return [_run_tier([p], pyjax_mod, tier)[0] for p in progs]
 
 
-_Candidate = collections.namedtuple("_Candidate", "prog tier value op params ins got ref idx")
+_Candidate = collections.namedtuple("_Candidate", "prog tier value op params ins weak got ref idx")
 
 
 def _differences(prog, tier, got, ref):
@@ -595,6 +619,7 @@ def _differences(prog, tier, got, ref):
   out, cands = [], []
   n_in = len(prog.inputs)
   pvals = [_to_np(a) for a in prog.inputs] + [g[0] for g in got]
+  pweak = [False] * n_in + [g[2] for g in got]   # the local check keeps weak types
   for k, ((g, gdt, gweak), (r, rdt, rweak)) in enumerate(zip(got, ref)):
     name, args, p = prog.ops[k]
     ins = [pvals[i] for i in args]
@@ -606,7 +631,8 @@ def _differences(prog, tier, got, ref):
       continue
     ok, idx = _same(g, r)
     if not ok:
-      cands.append(_Candidate(prog, tier, n_in + k, name, p, ins, g, r, idx))
+      cands.append(_Candidate(prog, tier, n_in + k, name, p, ins,
+                              tuple(pweak[i] for i in args), g, r, idx))
   return out, cands
 
 
@@ -615,10 +641,13 @@ def _local_refs(cands, jax_mod):
   in one jitted function (one compile); None where JAX fails on the op alone."""
   if not cands:
     return []
-  ops = [(OPS[c.op][2], c.params) for c in cands]
+  ops = [(OPS[c.op][2], c.params, c.weak) for c in cands]
+  from jax._src.lax.lax import _convert_element_type as _cvt   # the oracle's weak types
 
   def f(*groups):
-    return tuple(fn(jax_mod.numpy, jax_mod.lax, p, *xs) for (fn, p), xs in zip(ops, groups))
+    return tuple(fn(jax_mod.numpy, jax_mod.lax, p,
+                    *[_cvt(x, weak_type=True) if w else x for x, w in zip(xs, weak)])
+                 for (fn, p, weak), xs in zip(ops, groups))
   try:
     with _quiet():
       return [_to_np(r) for r in jax_mod.jit(f)(*[tuple(c.ins) for c in cands])]
