@@ -26,10 +26,13 @@ all writers write the same bytes).  ``PYJAX_CACHE_DIR=''`` (empty) disables the 
 
 Size: ``jax_compilation_cache_max_size`` bytes (JAX's option; 0 disables the disk cache).
 Differs from JAX: at the option's default, -1 (JAX: no limit), the bound is
-``$PYJAX_CACHE_MAX_SIZE`` bytes, default 1 GiB (-1 there: no limit).  After each
-write the least recently used entries (a hit refreshes an entry's time) are deleted until
-the directory fits; one process evicts at a time (an advisory lock), and a process that
-loses an entry it was about to load just compiles it again.
+``$PYJAX_CACHE_MAX_SIZE`` bytes, default 1 GiB (-1 there: no limit).  The least recently
+used entries (a hit refreshes an entry's time) are deleted until the directory fits: a
+process scans the directory at its first write, then keeps a running total of what it
+adds and scans again when that total passes the bound, after every 64th write (other
+processes' entries) and at exit, so a write does not list a large cache each time.  One
+process evicts at a time (an advisory lock), and a process that loses an entry it was
+about to load just compiles it again.
 ``jax_persistent_cache_min_entry_size_bytes`` > 0 keeps smaller libraries out of the disk
 cache.
 
@@ -494,8 +497,39 @@ def _publish(d, key, so, meta, source, toolchain):
       except OSError:
         pass
   lib = _load_copy(key, data, so)
-  evict(d)
+  _evict_after_write(d, size)
   return lib
+
+
+# per directory: [bytes it held at the last scan plus what this process added since,
+# writes since, the bound then]; a scan (evict) at the first write, when the running
+# total passes the bound, every _RESCAN_EVERY writes (other processes add entries too)
+# and at exit
+_written = {}
+_RESCAN_EVERY = 64
+
+
+def _evict_after_write(d, added):
+  max_size = _max_size()
+  if max_size is None or max_size < 0:
+    return
+  st = _written.get(d)
+  if st is not None and st[2] == max_size:
+    st[0] += added
+    st[1] += 1
+    if st[0] <= max_size and st[1] < _RESCAN_EVERY:
+      return
+  _written[d] = [evict(d, max_size), 0, max_size]
+
+
+@atexit.register
+def _evict_at_exit():
+  for d, st in list(_written.items()):
+    if st[1]:
+      try:
+        evict(d, st[2])
+      except Exception:  # noqa: BLE001  -- interpreter shutdown
+        pass
 
 
 def _replace(src, dst):
@@ -567,17 +601,20 @@ class _DirLock:
 
 def evict(d, max_size=None):
   """Delete the least recently used entries of ``d`` until it holds at most ``max_size``
-  bytes (default: ``jax_compilation_cache_max_size``; -1: no limit).  Safe to run in
-  several processes at once (evictors take turns; publishers wait for the evictor)."""
+  bytes (default: ``jax_compilation_cache_max_size``; -1: no limit); returns the bytes
+  left.  Safe to run in several processes at once (evictors take turns; publishers wait
+  for the evictor)."""
   if max_size is None:
     max_size = _max_size()
   if max_size is None or max_size < 0:
-    return
+    return 0
   with _DirLock(d, exclusive=True):
-    _evict_locked(d, max_size)
+    return _evict_locked(d, max_size)
 
 
 def _evict_locked(d, max_size):
+  """Evict down to ``max_size``; the bytes left (0 when the directory cannot be read)."""
+  total = 0
   try:
     entries, stale = _entries(d)
     for p in stale:
@@ -591,6 +628,7 @@ def _evict_locked(d, max_size):
       total -= n
   except OSError:
     pass
+  return total
 
 
 def _remove(p):
