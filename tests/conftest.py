@@ -60,9 +60,12 @@ if _ONLY:
 
 # The JAX oracle compiles an XLA program for nearly every op it runs, eagerly too, and those
 # compiles are most of the suite's time.  Its persistent compilation cache (shared by the
-# pytest workers under a file lock, kept across runs) makes a repeated oracle computation
-# a load: CI's slow and compiled passes repeat the default run's.  Set
-# PYJAX_TEST_JAX_CACHE to choose the folder, or to '' to turn it off.
+# pytest workers, kept across runs) makes a repeated oracle computation a load: CI's slow
+# and compiled passes repeat the default run's.  No size limit: JAX's limited cache lists
+# and reads every entry at each write (quadratic over a run); instead each entry is
+# written to a temporary file and renamed into place, so a worker never reads another's
+# half-written entry.  The folder only grows with new programs; delete it at will.
+# PYJAX_TEST_JAX_CACHE chooses the folder ('' turns the cache off).
 _ORACLE_CACHE = os.environ.get("PYJAX_TEST_JAX_CACHE")
 if _ORACLE_CACHE is None:
   _ORACLE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
@@ -76,12 +79,25 @@ def _use_oracle_cache():
     return
   _oracle_cache_set[0] = True
   try:
-    import filelock  # noqa: F401  (JAX locks the cache with it when a size limit is set)
-  except ImportError:
+    from jax._src import lru_cache
+    suffix = lru_cache._CACHE_SUFFIX
+    put = lru_cache.LRUCache.put
+  except (ImportError, AttributeError):
     return
+
+  def atomic_put(self, key, value):
+    if self.eviction_enabled or not key:
+      return put(self, key, value)
+    path = os.path.join(str(self.path), f"{key}{suffix}")
+    if os.path.exists(path):
+      return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+      f.write(value)
+    os.replace(tmp, path)
+  lru_cache.LRUCache.put = atomic_put
   cfg = real_jax.config
   cfg.update("jax_compilation_cache_dir", _ORACLE_CACHE)
-  cfg.update("jax_compilation_cache_max_size", 4 << 30)
   cfg.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   cfg.update("jax_persistent_cache_min_entry_size_bytes", 0)
 

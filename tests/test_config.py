@@ -31,8 +31,7 @@ def test_every_jax_option_exists_with_jax_default():
   # set by the test setup (conftest / environment) for one library or the other; the
   # conftest points the JAX oracle at its persistent compilation cache
   env = {"jax_platforms", "jax_num_cpu_devices", "jax_compilation_cache_dir",
-         "jax_enable_x64", "jax_compilation_cache_max_size",
-         "jax_persistent_cache_min_compile_time_secs",
+         "jax_enable_x64", "jax_persistent_cache_min_compile_time_secs",
          "jax_persistent_cache_min_entry_size_bytes"}
   for name, h in holders.items():
     if name in env:
