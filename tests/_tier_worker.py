@@ -1,4 +1,4 @@
-"""Worker for ``tests/test_tier_determinism.py``: trains a model for N steps under the
+"""Worker for ``tests/compiler/test_tier_determinism.py``: trains a model for N steps under the
 ``PYJAX_COMPILE`` mode of its environment and writes the final parameters (``.npz``).
 
     python tests/_tier_worker.py {mlp,cnn} STEPS OUT.npz [--load]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 # Deterministic default run: jitted functions stay on the NumPy tier unless a test asks
-# for native code (tests/test_cpu_compiler.py does); .ci/run also runs a subset with
+# for native code (tests/compiler/test_compiler.py does); .ci/run also runs a subset with
 # PYJAX_COMPILE=sync.  A background build switching tiers mid-test could otherwise change
 # the last bits of transcendental results between two calls.
 os.environ.setdefault("PYJAX_COMPILE", "off")
@@ -22,7 +22,7 @@ from pyjax._src.backends.cpu import executable as _executable  # noqa: E402
 # compiler's, the differential fuzzer's, the GEMM's, the eager kernels' and the loop and
 # PRNG first calls' files).
 _RECORD = os.environ.get("PYJAX_RECORD_JIT_TESTS")
-_CHOOSE_TIERS = ("test_cpu_compiler", "test_fuzz_vs_jax", "test_int_matmul",
+_CHOOSE_TIERS = ("test_compiler", "test_fuzz_vs_jax", "test_int_matmul",
                  "test_eager_native", "test_tier_determinism", "test_loop_first_call")
 _ONLY = os.environ.get("PYJAX_TESTS_FROM")
 _ran_jit = [False]

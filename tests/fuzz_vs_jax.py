@@ -22,7 +22,7 @@ does); the rest are "unexplained".
     python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64] [--tiers numpy,native]
                                 [--batch 16] [--progress]
 
-runs a long campaign and prints the tally (``tests/test_fuzz_vs_jax.py`` runs a fixed-seed
+runs a long campaign and prints the tally (``tests/reliability/test_fuzz_vs_jax.py`` runs a fixed-seed
 slice in CI).  ``--batch`` programs run as one jitted function (their tuple of results), so
 one XLA compile and one C build serve them all; the local checks of a batch are one more
 jitted function.  On one core a program costs about 0.5 s of CPU time.

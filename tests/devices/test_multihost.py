@@ -32,8 +32,11 @@ def test_distributed_global_state_single_process():
   gs = distributed.global_state
   assert gs.process_id == 0 and gs.num_processes == 1 and gs.client is None
   assert not pyjax.distributed.is_initialized()
-  with pytest.raises(RuntimeError, match="single process"):
+  with pytest.raises(RuntimeError, match="started by an MPI launcher.*mpiexec -n 2"):
     pyjax.distributed.initialize("localhost:1234", num_processes=2, process_id=0)
+  if not distributed.launched_by_mpi():
+    with pytest.raises(ValueError, match="coordinator_address should be defined.*mpiexec"):
+      pyjax.distributed.initialize()
   pyjax.distributed.initialize(num_processes=1, process_id=0)
   try:
     assert pyjax.distributed.is_initialized()

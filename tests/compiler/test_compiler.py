@@ -872,7 +872,7 @@ def _run_py(code, env_extra, timeout=300):
   env.setdefault("PYJAX_COMPILE", "sync")
   return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                         text=True, env=env, timeout=timeout, cwd=os.path.dirname(os.path.dirname(
-                            os.path.abspath(__file__))))
+                            os.path.dirname(os.path.abspath(__file__)))))
 
 
 _PROG = """

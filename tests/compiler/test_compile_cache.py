@@ -21,7 +21,7 @@ from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build, cache
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _run(code, env_extra, timeout=240):

@@ -15,10 +15,10 @@ from pyjax._src.lax import elementwise as ew
 from pyjax._src.lax import windowed as W
 
 import sanitizers
-from test_cpu_compiler_sort_cum import (BF16, BOOL, F16, F32, F64, I32, I64, U8, _direct_kernel,
+from test_compiler_sorting import (BF16, BOOL, F16, F32, F64, I32, I64, U8, _direct_kernel,
                                         _jax, _x64_for, assert_bits, numpy_tier,
                                         special_data, x64)
-from test_cpu_compiler_sort_cum import native as _native
+from test_compiler_sorting import native as _native
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),

@@ -19,8 +19,8 @@ from pyjax._src.backends.cpu.compiler import build
 
 import sanitizers
 
-from test_cpu_compiler import leaves, numpy_path
-from test_cpu_compiler import native as _native
+from test_compiler import leaves, numpy_path
+from test_compiler import native as _native
 
 try:   # the oracle; the sanitizer run hides it and compares with the NumPy tier only
   import jax
@@ -560,7 +560,7 @@ def test_fuzz_native_equals_numpy(seed):
 @pytest.mark.slow
 def test_sanitizers_fuzz_slice(tmp_path):
   """This file's fuzz and edge cases with the generated code built under AddressSanitizer
-  and UndefinedBehaviorSanitizer (as ``test_cpu_compiler.py::test_sanitizers_fuzz_slice``):
+  and UndefinedBehaviorSanitizer (as ``test_compiler.py::test_sanitizers_fuzz_slice``):
   no out-of-bounds access whatever the indices."""
   # real JAX is hidden: the tests below use the NumPy tier as their only oracle
   r = sanitizers.run_pytest(tmp_path, __file__, ["-k", "not sanitizers"],

@@ -7,7 +7,7 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax._src.backends.cpu.compiler import build, outpool
 
-from test_cpu_compiler import compile_mode
+from test_compiler import compile_mode
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 

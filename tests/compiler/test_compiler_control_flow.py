@@ -310,7 +310,7 @@ def test_numpy_step_in_body_falls_back():
 
 def test_cond_in_body_runs_in_c():
   """A loop whose body holds a ``cond`` is one native call: the branch is chosen in C
-  (``tests/test_cpu_compiler_cond.py`` covers ``cond`` itself)."""
+  (``tests/compiler/test_compiler_control_flow_cond.py`` covers ``cond`` itself)."""
   def f(c):
     return lax.fori_loop(0, 6, lambda i, c: lax.cond(i % 2 == 0, lambda c: c * 2, lambda c: c - 1, c), c)
   c = np.arange(4, dtype=np.int32)

@@ -5,7 +5,7 @@ import pathlib
 import subprocess
 import sys
 
-_ROOT = pathlib.Path(__file__).resolve().parent.parent
+_ROOT = pathlib.Path(__file__).resolve().parents[2]
 _JAX_OUTPUT = ["float32[8@x,4@y] float32[4@y]", "23.715343 (4, 3)",
                "[17.5 17.5 17.5 17.5 17.5 17.5 17.5 17.5]"]
 

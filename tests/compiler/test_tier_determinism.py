@@ -23,7 +23,7 @@ from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_WORKER = os.path.join(_HERE, "_tier_worker.py")
+_WORKER = os.path.join(os.path.dirname(_HERE), "_tier_worker.py")
 
 needs_cc = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 

@@ -13,7 +13,7 @@ from pyjax._src.backends.cpu import executable
 from pyjax._src.backends.cpu.compiler import build, linalg_c
 from pyjax.scipy.linalg import lu_factor, lu_solve
 
-from test_cpu_compiler import numpy_path, x64_if
+from test_compiler import numpy_path, x64_if
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None or not linalg_c._library(),
                                 reason="no C compiler or no SciPy-bundled OpenBLAS")

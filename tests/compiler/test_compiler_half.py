@@ -15,7 +15,7 @@ import pytest
 
 import pyjax.numpy as jnp
 from pyjax._src.backends.cpu.compiler import build, lower_c
-from test_cpu_compiler import native, numpy_path
+from test_compiler import native, numpy_path
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),

@@ -14,8 +14,8 @@ from pyjax._src.backends.cpu.compiler import build
 from pyjax._src.lax.control_flow.conditionals import cond_p
 
 import sanitizers
-from test_cpu_compiler_loops import check as _loops_check
-from test_cpu_compiler_loops import compiled, jleaves, numpy_tier
+from test_compiler_control_flow import check as _loops_check
+from test_compiler_control_flow import compiled, jleaves, numpy_tier
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402

@@ -21,8 +21,8 @@ from pyjax._src.backends.cpu.compiler import build
 
 import sanitizers
 
-from test_cpu_compiler import compile_mode, leaves, numpy_path
-from test_cpu_compiler_gather_scatter import _bits
+from test_compiler import compile_mode, leaves, numpy_path
+from test_compiler_gather_scatter import _bits
 
 try:   # the oracle; the sanitizer run hides it and compares with the NumPy tier only
   import jax

@@ -20,7 +20,7 @@ import scipy.special as sp
 
 from pyjax import lax
 from pyjax._src.backends.cpu.compiler import build, lower_c, vmath
-from test_cpu_compiler import F16, F32, F64, BF16, _ordered, assert_close, leaves, native, x64_if
+from test_compiler import F16, F32, F64, BF16, _ordered, assert_close, leaves, native, x64_if
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),
@@ -55,7 +55,7 @@ def _reference(name, x, dt):
 
 def _ulp_bound(name, dt):
   """Our own functions: 2 ulp (erf, sin, cos, tan: 1); libmvec's (when it is the faster one):
-  the 4 of test_cpu_compiler."""
+  the 4 of test_compiler."""
   if not build.toolchain().mvec:
     return 1 if name in NAMES32 + ["pow"] else 2
   if dt == F64 and name == "logistic":
@@ -233,7 +233,7 @@ def test_exact_identities():
 
 @pytest.mark.parametrize("dt", [F32, F64], ids=lambda d: d.name)
 def test_match_jax(jax, dt):
-  """JAX (XLA) within the tolerances of test_cpu_compiler.test_transcendentals_match_jax (XLA
+  """JAX (XLA) within the tolerances of test_compiler.test_transcendentals_match_jax (XLA
   flushes subnormal results to zero: normal ranges only)."""
   x = np.linspace(-20, 20, 4001).astype(dt)
   pos = np.exp(np.linspace(-40, 40, 4001)).astype(dt)
