@@ -458,6 +458,11 @@ def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, wh
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.var is not supported.")
   comp_dtype, dtype = _var_promote_types(a.dtype, dtype)
+  if (a_mean is None and where is None and type(a) is ArrayImpl
+      and core._state.interp is core.eval_interpreter):
+    res = _eager_column_var(a, axis, comp_dtype, dtype, correction, keepdims)
+    if res is not None:
+      return res
   a = _convert(a, comp_dtype)
   if a_mean is None:
     a_mean = _mean(a, axis, dtype=comp_dtype, keepdims=True, where=where)
@@ -474,6 +479,28 @@ def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, wh
   result = sum(centered, axis, dtype=comp_dtype, keepdims=keepdims, where=where)
   result = _convert(lax.div(result, normalizer), dtype)
   return _where(lax.gt(normalizer, _const(normalizer, 0)), result, np.nan)
+
+
+def _eager_column_var(a, axis, comp_dtype, dtype, correction, keepdims):
+  """Eager ``_var`` of a concrete float32/float64 Array in one backend step
+  (``run_composite("column_var")``: the same bits as the primitives below one by one),
+  or None: the backend has no such step for this layout."""
+  d = a.dtype
+  if (d != comp_dtype or d != dtype or a.aval.weak_type or a.size <= 65536
+      or type(correction) not in (int, float)):
+    return None
+  try:
+    axes = _axis_tuple(axis, a.ndim)
+  except Exception:  # noqa: BLE001  -- the primitives raise JAX's error
+    return None
+  if len(set(axes)) != len(axes):
+    return None
+  from pyjax._src.avals import ShapedArray
+  from pyjax._src.runtime import dispatch
+  shape = tuple(1 if i in axes else n for i, n in enumerate(a.shape) if keepdims or i not in axes)
+  res = dispatch.run_composite("column_var", (a,), {"axes": axes, "correction": correction},
+                               (ShapedArray(shape, d),))
+  return None if res is None else res[0]
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,

@@ -63,6 +63,14 @@ class Backend(abc.ABC):
     del name, bufs, params, out_aval
     return None
 
+  def run_composite(self, name, bufs, params):
+    """Run the eager composite ``name`` (several primitives a library function binds one
+    after another, e.g. ``"column_var"`` for ``jnp.var``) on the ready buffers ``bufs`` at
+    once, giving bit for bit what the primitives give one by one: a tuple of buffers, or
+    None (default): the caller binds the primitives."""
+    del name, bufs, params
+    return None
+
   # --- transfers ------------------------------------------------------------------------
   @abc.abstractmethod
   def to_device(self, host_array, device, copy=False):

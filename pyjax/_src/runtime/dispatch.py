@@ -193,6 +193,33 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   return _wrap(out, out_aval, device, committed)
 
 
+def run_composite(name, args, params, out_avals):
+  """Eager only: the outputs (Arrays of ``out_avals``) of the backend's composite ``name``
+  on the single-device Arrays ``args`` with ready buffers, or None (an operand is
+  something else, ``jax_debug_nans``/``infs`` is on, or the backend has no such
+  composite): the caller binds the primitives one by one.  A composite gives the
+  primitives' results bit for bit (``Backend.run_composite``)."""
+  if _config.debug_special:   # checked primitive by primitive
+    return None
+  device = None
+  bufs = []
+  for x in args:
+    if type(x) is not ArrayImpl or type(x._buf) is not np.ndarray:
+      return None
+    if x._committed:
+      if device is not None and x._device is not device:
+        return None
+      device = x._device
+    bufs.append(x._buf)
+  committed = device is not None
+  if device is None:
+    device = _default_device()
+  outs = device._backend.run_composite(name, bufs, params)
+  if outs is None:
+    return None
+  return [_wrap(o.reshape(a.shape), a, device, committed) for o, a in zip(outs, out_avals)]
+
+
 def _maybe_async(prim, impl, out_aval, bufs, params, device, committed):
   """Enqueue a large compute-bound primitive on the device's stream; None: run it now."""
   big = False

@@ -70,6 +70,11 @@ class CpuBackend(_backend.Backend):
     """Large elementwise operations on prebuilt native kernels or NumPy on threads."""
     return _eager_native.run(name, bufs, params, out_aval)
 
+  def run_composite(self, name, bufs, params):
+    """``jnp.var`` over leading axes in one native step (``eager_moments.py``)."""
+    from pyjax._src.backends.cpu import eager_moments
+    return eager_moments.run(name, bufs, params)
+
   def to_device(self, host_array, device, copy=False):
     """Host memory is device memory: the array itself (a copy when ``copy``)."""
     return np.array(host_array, copy=True) if copy else host_array

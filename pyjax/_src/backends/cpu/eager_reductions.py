@@ -207,13 +207,13 @@ _F32_F64 = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 
 @register("reduce_sum")
 def _reduce_sum(x, *, axes, out_sharding=None):
+  if x.ndim == 1 and 1 < x.size <= _SPLIT and axes and x.dtype in _F32_F64:
+    out = np.add.accumulate(x)[-1, ...]  # the hot eager case: a short vector, in order
+    return out if out else out + _ZEROS[x.dtype]  # XLA's fold from +0 never gives -0
   if axes and all(x.shape[a] == 1 for a in axes):
     # XLA drops a sum over size-1 axes: the element itself, so -0 stays -0 (the compiler's
     # simplifier does the same)
     return np.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)).copy()
-  if x.ndim == 1 and 0 < x.size <= _SPLIT and axes and x.dtype in _F32_F64:
-    out = np.add.accumulate(x)[-1, ...]  # the hot eager case: a short vector, in order
-    return out if out else out + _ZEROS[x.dtype]  # XLA's fold from +0 never gives -0
   return _arith_reduce(x, axes, np.add, 0)
 
 
