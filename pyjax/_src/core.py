@@ -746,7 +746,8 @@ def pp_toplevel_doc(jaxpr):
       counts[j] += 1
     for eqn in j.eqns:
       name = eqn.params.get("name")
-      subs = list(_jaxprs_in_params(eqn.params))
+      printer = eqn.primitive.param_printer   # jaxprs a primitive does not print: skipped
+      subs = list(_jaxprs_in_params(printer(eqn.params) if printer else eqn.params))
       queue.extend(subs)
       if isinstance(name, str):
         for sub in subs:

@@ -14,7 +14,7 @@ import operator
 import numpy as np
 
 from pyjax._src import core
-from pyjax._src.state import types
+from pyjax._src.state import indexing, types
 from pyjax._src.state.types import Ref, slot, check_write
 
 
@@ -70,6 +70,8 @@ def _check_value(op, ref, idx, expected_shape, v):
 def _read(value, idx):
   if _is_full(idx):
     return value
+  if indexing.is_window(idx):   # pl.ds slices / traced scalar indices: a dynamic_slice
+    return indexing.read(value, idx)
   return value[idx]
 
 
@@ -85,6 +87,8 @@ def _write(s, ref, idx, new):
   cur = s.value
   if _is_full(idx):
     out = new
+  elif indexing.is_window(idx):
+    out = indexing.write(cur, idx, new)
   else:
     out = cur.at[idx].set(new)
   s.value = _keep_weak(out, ref.aval.inner_aval)
@@ -128,7 +132,12 @@ def ref_addupdate(ref, idx, x):
   v = _as_value(x)
   _check_value("addupdate", ref, idx, core.get_aval(old).shape, v)
   check_write(s, v)
-  out = cur + v if _is_full(idx) else cur.at[idx].add(v)
+  if _is_full(idx):
+    out = cur + v
+  elif indexing.is_window(idx):
+    out = indexing.write(cur, idx, v, add=True)
+  else:
+    out = cur.at[idx].add(v)
   s.value = _keep_weak(out, ref.aval.inner_aval)
   s.written = True
 

@@ -260,6 +260,13 @@ class Ref:
     from pyjax._src.state import primitives
     primitives.ref_set(self, idx, value)
 
+  @property
+  def at(self):
+    """``ref.at[idx]``: a view of ``ref[idx]`` that reads and writes through the ref
+    (``state/views.py``)."""
+    from pyjax._src.state import views
+    return views._At(self)
+
   def addupdate(self, x, idx=None):
     """``ref[idx] += x`` (``idx=None``: the whole ref)."""
     from pyjax._src.state import primitives

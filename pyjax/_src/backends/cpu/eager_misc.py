@@ -153,6 +153,13 @@ def _composite(*args, jaxpr, **_):
   return run_jaxpr(jaxpr, args)
 
 
+@register("pallas_call")
+def _pallas_call(*args, grid_loop, **_):
+  """A Pallas kernel: its grid program (the grid loop, ``pallas/interpret.py``)."""
+  from pyjax._src.backends.cpu.eager_control_flow import run_jaxpr
+  return run_jaxpr(grid_loop, args)
+
+
 PLATFORM = "cpu"
 
 

@@ -99,12 +99,20 @@ cond                          control
 conj                          host       scalar
 conv_general_dilated          kernel
 convert_element_type          ew         scalar
+coo_fromdense                 host
+coo_matmat                    host
+coo_matvec                    host
+coo_todense                   host
 copy                          identity
 copy_p                        identity   internal
 core_call                     inline     body=call_jaxpr internal
 cos                           ew         scalar libm float round inexact expensive
 cosh                          ew         scalar libm float round inexact expensive
 create_token                  host
+csr_fromdense                 host
+csr_matmat                    host
+csr_matvec                    host
+csr_todense                   host
 cumlogsumexp                  kernel
 cummax                        kernel
 cummin                        kernel
@@ -178,6 +186,7 @@ optimization_barrier          barrier
 or                            ew         scalar
 ormqr                         host
 pad                           kernel
+pallas_call                   inline     body=grid_loop
 pbroadcast                    host
 pjit                          inline     body=jaxpr internal
 platform_index                host
@@ -245,6 +254,7 @@ sinh                          ew         scalar libm float round inexact expensi
 slice                         layout
 sort                          kernel
 split                         kernel
+spsolve                       host
 sqrt                          ew         scalar libm float round
 square                        ew         scalar
 squeeze                       layout
@@ -260,6 +270,7 @@ threefry2x32                  rewritten
 threefry2x32_0                ew         internal
 threefry2x32_1                ew         internal
 tile                          host
+todense                       host
 top_k                         kernel
 transpose                     layout
 triangular_solve              kernel

@@ -1,0 +1,1 @@
+"""Pallas for pyjax: kernels over a grid of blocks (``jax.experimental.pallas``)."""
