@@ -1,10 +1,16 @@
-"""``jax.experimental.multihost_utils`` for pyjax's single-process runtime.
+"""``jax.experimental.multihost_utils``: host-level helpers across processes.
 
 With one process every "host-local" value is already global: gathers stack or
 concatenate the one process's data, broadcasts return it, barriers only check that the
-local values are consistent (no other process exists to wait for).  Results have JAX's
-types: NumPy arrays from ``broadcast_one_to_all`` / ``process_allgather``, ``jax.Array``
-laid out by ``NamedSharding(mesh, pspec)`` from ``host_local_array_to_global_array``.
+local values are consistent.  After ``jax.distributed.initialize`` under MPI the values
+travel between processes through the MPI transport (``runtime/mpi.py``: non-blocking
+messages, the collective deadline): one gather of the whole tree per call.  Results have
+JAX's types: NumPy arrays from ``broadcast_one_to_all`` / ``process_allgather``,
+``jax.Array`` laid out by ``NamedSharding(mesh, pspec)`` from
+``host_local_array_to_global_array``.
+
+Differs from JAX: the data moves through MPI messages on the host, not through a jitted
+collective program on the devices (the values are the same).
 """
 from __future__ import annotations
 
@@ -20,26 +26,74 @@ def _tree_map(f, *trees):
   return tree_util.tree_map(f, *trees)
 
 
+def _world():
+  from pyjax._src.runtime import mpi
+  w = mpi.world()
+  return w if w is not None and w.size > 1 else None
+
+
+def _host_value(x):
+  """A leaf as what this process contributes: ``(None, value)`` for host data and
+  fully addressable arrays; ``('shards', [(index, data)...], shape, dtype)`` for an
+  array spanning processes."""
+  from pyjax._src.runtime.sharded_array import ShardedArrayImpl
+  if isinstance(x, ShardedArrayImpl) and not x.is_fully_addressable:
+    parts = [(s.index, np.asarray(s.data)) for s in x.addressable_shards if s.replica_id == 0]
+    return ("shards", parts, x.shape, x.dtype)
+  return (None, np.asarray(x))
+
+
 def broadcast_one_to_all(in_tree, is_source=None):
-  """Broadcast ``in_tree`` from the source process to all: with one process, the tree
-  itself with its leaves as NumPy arrays."""
-  del is_source
-  return _tree_map(np.asarray, in_tree)
+  """Broadcast ``in_tree`` from the source process (``is_source``, default: process 0)
+  to all; leaves come back as NumPy arrays."""
+  w = _world()
+  if w is None:
+    return _tree_map(np.asarray, in_tree)
+  if is_source is None:
+    is_source = _devices.process_index() == 0
+  leaves, treedef = tree_util.tree_flatten(in_tree)
+  mine = [np.asarray(x) for x in leaves] if is_source else None
+  got = w.allgather_objects(mine, "broadcast_one_to_all")
+  src = next((v for v in got if v is not None), None)
+  if src is None:
+    raise ValueError("broadcast_one_to_all: no process is the source (is_source=True)")
+  return treedef.unflatten(src)
 
 
 def process_allgather(in_tree, tiled=False):
   """Gather every process's leaves: stacked on a new leading axis (``tiled=False``) or
-  concatenated (``tiled=True``).  One process: its own data (with a leading axis of size
-  1 when stacking).  Returns NumPy arrays."""
-  def gather(x):
-    out = np.asarray(x)
-    return out if tiled else np.expand_dims(out, axis=0)
-  return _tree_map(gather, in_tree)
+  concatenated (``tiled=True``); an array spanning processes gives its global value.
+  Returns NumPy arrays."""
+  w = _world()
+  leaves, treedef = tree_util.tree_flatten(in_tree)
+  if w is None:
+    def gather(x):
+      out = np.asarray(x)
+      return out if tiled else np.expand_dims(out, axis=0)
+    return treedef.unflatten([gather(x) for x in leaves])
+  got = w.allgather_objects([_host_value(x) for x in leaves], "process_allgather")
+  out = []
+  for k, first in enumerate(got[0]):
+    if first[0] == "shards":
+      _, _, shape, dtype = first
+      value = np.empty(shape, dtype)
+      for per_proc in got:
+        for idx, data in per_proc[k][1]:
+          value[idx] = data
+      out.append(value)
+    else:
+      vals = [per_proc[k][1] for per_proc in got]
+      if tiled:
+        vals = [np.expand_dims(v, 0) if v.ndim == 0 else v for v in vals]
+        out.append(np.concatenate(vals, axis=0))
+      else:
+        out.append(np.stack(vals, axis=0))
+  return treedef.unflatten(out)
 
 
 def assert_equal(in_tree, fail_message=""):
-  """Check that every process holds the same tree of values (trivially true with one
-  process, but the values are still gathered and compared, as JAX does)."""
+  """Check that every process holds the same tree of values (``AssertionError`` with
+  ``fail_message`` otherwise)."""
   def concat(x):
     x = np.asarray(x)
     if x.ndim == 0:
@@ -48,14 +102,17 @@ def assert_equal(in_tree, fail_message=""):
   out = process_allgather(in_tree, tiled=True)
   expected = _tree_map(concat, in_tree)
   ok = tree_util.tree_all(_tree_map(
-      lambda a, b: bool(np.all(np.equal(np.reshape(a, -1), np.reshape(b, -1)))),
+      lambda a, b: np.size(a) == np.size(b) and bool(
+          np.all(np.equal(np.reshape(a, -1), np.reshape(b, -1)))),
       expected, out))
   if not ok:
     raise AssertionError(f"{fail_message}. Expected: {out}; got: {in_tree}.")
 
 
 def sync_global_devices(name):
-  """A barrier across all processes (one process: returns once the name's hash checks)."""
+  """A barrier across all processes: returns once every process called it with the same
+  ``name`` (``AssertionError`` when the names differ; ``JaxRuntimeError`` after the
+  collective deadline when a process does not come)."""
   h = np.uint32(zlib.crc32(name.encode()))
   assert_equal(h, f"sync_global_devices name mismatch ('{name}')")
 
@@ -90,17 +147,50 @@ def _broadcast_pspecs(tree, pspecs):
 
 def host_local_array_to_global_array(local_inputs, global_mesh, pspecs):
   """Turn each process's local data into one global ``jax.Array`` sharded as
-  ``NamedSharding(global_mesh, pspec)``.  With one process the local data is the global
-  array."""
+  ``NamedSharding(global_mesh, pspec)``: the local data is this process's block of the
+  dimensions ``pspec`` splits (``make_array_from_process_local_data``).  With one process
+  the local data is the global array."""
   leaves, specs, treedef = _broadcast_pspecs(local_inputs, pspecs)
-  return treedef.unflatten([_place(x, global_mesh, s) for x, s in zip(leaves, specs)])
+  if not global_mesh.is_multi_process:
+    return treedef.unflatten([_place(x, global_mesh, s) for x, s in zip(leaves, specs)])
+  from pyjax._src.array_construction import make_array_from_process_local_data
+  from pyjax._src.sharding import NamedSharding, PartitionSpec
+  out = []
+  for x, s in zip(leaves, specs):
+    sharding = NamedSharding(global_mesh, s if s is not None else PartitionSpec())
+    out.append(make_array_from_process_local_data(sharding, _local_value(x)))
+  return treedef.unflatten(out)
+
+
+def _local_value(x):
+  from pyjax._src.runtime.sharded_array import ShardedArrayImpl
+  if isinstance(x, ShardedArrayImpl) and not x.is_fully_addressable:
+    return _local_box(x)
+  return np.asarray(x)
+
+
+def _local_box(x):
+  """This process's part of an array spanning processes: the box its shards cover."""
+  shape = x.shape
+  idxs = [s.index for s in x.addressable_shards]
+  lo = [min(i[k].indices(n)[0] for i in idxs) for k, n in enumerate(shape)]
+  hi = [max(i[k].indices(n)[1] for i in idxs) for k, n in enumerate(shape)]
+  out = np.empty([h - l for l, h in zip(lo, hi)], x.dtype)
+  for s in x.addressable_shards:
+    out[tuple(slice(i.indices(n)[0] - l, i.indices(n)[1] - l)
+              for i, n, l in zip(s.index, shape, lo))] = np.asarray(s.data)
+  return out
 
 
 def global_array_to_host_local_array(global_inputs, global_mesh, pspecs):
-  """Turn global arrays into this process's local part (with one process, the whole
-  array, laid out by ``NamedSharding(global_mesh, pspec)``)."""
+  """Turn global arrays into this process's local part: an array laid out by
+  ``NamedSharding(global_mesh.local_mesh, pspec)`` over this process's devices (with
+  one process, the whole array over ``global_mesh``)."""
   leaves, specs, treedef = _broadcast_pspecs(global_inputs, pspecs)
-  return treedef.unflatten([_place(x, global_mesh, s) for x, s in zip(leaves, specs)])
+  if not global_mesh.is_multi_process:
+    return treedef.unflatten([_place(x, global_mesh, s) for x, s in zip(leaves, specs)])
+  local = global_mesh.local_mesh
+  return treedef.unflatten([_place(_local_value(x), local, s) for x, s in zip(leaves, specs)])
 
 
 def live_devices(devices):

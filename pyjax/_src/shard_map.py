@@ -218,8 +218,10 @@ class _Run:
   """Bookkeeping of one execution: when every device program has ended, the run's
   meetings are cleared from the transport."""
 
-  def __init__(self, n):
-    self.id = _collectives.new_run_id()
+  def __init__(self, n, transport=None):
+    self.transport = transport or _collectives.transport()
+    new_id = getattr(self.transport, "new_run_id", _collectives.new_run_id)
+    self.id = new_id()
     self.left = n
     self.lock = threading.Lock()
 
@@ -228,7 +230,7 @@ class _Run:
       self.left -= 1
       last = self.left == 0
     if last:
-      _collectives.transport().finish(self.id)
+      self.transport.finish(self.id)
 
 
 def _device_work(fn, run, ctx, device, axis_pairs, out_avals):
@@ -246,7 +248,7 @@ def _device_work(fn, run, ctx, device, axis_pairs, out_avals):
           res.append(o)
         return res
     except BaseException as e:
-      _collectives.transport().abort(run.id, e)
+      run.transport.abort(run.id, e)
       raise
     finally:
       run.ended()
@@ -281,16 +283,26 @@ def _shard_map_impl(*args, jaxpr, mesh, in_specs, out_specs, manual_axes, check_
   names = tuple(mesh.axis_names)
   sizes = tuple(mesh.devices.shape)
   axis_pairs = [(n, s) for n, s in zip(names, sizes) if n in manual_axes]
+  transport = _collectives.transport_for(devices)
+  procs = None
+  if transport is not _collectives.transport():
+    # a mesh over several processes: this process runs its own devices' programs; the
+    # collectives' members on other processes are reached through the transport (MPI)
+    procs = np.vectorize(lambda d: d.process_index, otypes=[int])(mesh.devices)
+    me = _devices.process_index()
+    local = [k for k, d in enumerate(devices) if d.process_index == me]
+    devices = [devices[k] for k in local]
+    coords = [coords[k] for k in local]
   in_bufs = []
   for x, spec in zip(args, in_specs):
     in_bufs.append(_device_buffers(x, NamedSharding(mesh, spec), devices))
   per_device = [[bufs[k] for bufs in in_bufs] for k in range(len(devices))]
-  run = _Run(len(devices))
+  run = _Run(len(devices), transport)
   out_avals = list(jaxpr.out_avals)
   works = []
   fns = _executables(jaxpr, devices)
   for fn, dev, c in zip(fns, devices, coords):
-    ctx = _collectives.DeviceContext(run.id, names, sizes, c, dev)
+    ctx = _collectives.DeviceContext(run.id, names, sizes, c, dev, run.transport, procs)
     works.append(_device_work(fn, run, ctx, dev, axis_pairs, out_avals))
   nout = len(out_avals)
   if _stream.in_worker():

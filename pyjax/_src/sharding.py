@@ -45,11 +45,15 @@ class Sharding(abc.ABC):
 
   @property
   def is_fully_addressable(self):
-    return True
+    """Whether every device of the sharding belongs to this process."""
+    me = _devices.process_index()
+    return all(d.process_index == me for d in self.device_set)
 
   @property
   def addressable_devices(self):
-    return set(self.device_set)
+    """The devices of the sharding that belong to this process."""
+    me = _devices.process_index()
+    return {d for d in self.device_set if d.process_index == me}
 
   @property
   def num_devices(self):
@@ -348,15 +352,25 @@ class Mesh:
 
   @property
   def local_devices(self):
-    return list(self.devices.flat)
+    """The mesh's devices that belong to this process."""
+    me = _devices.process_index()
+    return [d for d in self.devices.flat if d.process_index == me]
 
   @property
   def local_mesh(self):
-    return self
+    """The sub-mesh of this process's devices (the box of mesh positions they occupy)."""
+    if not self.is_multi_process:
+      return self
+    me = _devices.process_index()
+    mine = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
+    pos = np.nonzero(mine)
+    box = np.ix_(*[np.unique(p) for p in pos])
+    return Mesh(self.devices[box], self.axis_names, self.axis_types)
 
   @property
   def is_multi_process(self):
-    return False
+    """Whether the mesh's devices belong to more than one process."""
+    return len({d.process_index for d in self.devices.flat}) > 1
 
   @property
   def abstract_mesh(self):

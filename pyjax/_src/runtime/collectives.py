@@ -159,19 +159,41 @@ def new_run_id():
   return next(_run_ids)
 
 
+_process_transport = None    # the MPI transport after jax.distributed.initialize
+
+
+def set_process_transport(t):
+  """Install (or, with None, remove) the transport of runs spanning processes."""
+  global _process_transport
+  _process_transport = t
+
+
+def transport_for(devices):
+  """The transport of a run over ``devices``: the multi-process one (MPI) when some of
+  them belong to other processes, else this process's."""
+  t = _process_transport
+  if t is not None and any(d.process_index != t.rank for d in devices):
+    return t
+  return _transport
+
+
 # --- the per-device context ------------------------------------------------------------------
 class DeviceContext:
   """The program of one device in one run: mesh axis names and sizes (the manual axes),
   this device's coordinates along them, and per-group collective counters."""
-  __slots__ = ("run_id", "axis_names", "axis_sizes", "coords", "counters", "device")
+  __slots__ = ("run_id", "axis_names", "axis_sizes", "coords", "counters", "device",
+               "transport", "procs")
 
-  def __init__(self, run_id, axis_names, axis_sizes, coords, device):
+  def __init__(self, run_id, axis_names, axis_sizes, coords, device, transport=None,
+               procs=None):
     self.run_id = run_id
     self.axis_names = tuple(axis_names)
     self.axis_sizes = dict(zip(axis_names, axis_sizes))
     self.coords = dict(zip(axis_names, coords))
     self.counters = {}
     self.device = device
+    self.transport = transport
+    self.procs = procs     # process index of each mesh position (runs over processes)
 
   def binds(self, names):
     return all(n in self.axis_sizes for n in names)
@@ -197,8 +219,20 @@ class DeviceContext:
     def describe():
       return (f"collective {what} over mesh axes {tuple(names)} (call #{seq} of device "
               f"{self.device})")
-    return _transport.exchange((self.run_id, gkey, seq), rank, size, value, deadline,
-                               describe), rank
+    t = self.transport or _transport
+    if self.procs is None:
+      return t.exchange((self.run_id, gkey, seq), rank, size, value, deadline,
+                        describe), rank
+    return t.exchange((self.run_id, gkey, seq), rank, size, value, deadline, describe,
+                      self._owners(names)), rank
+
+  def _owners(self, names):
+    """The process of each member (rank order) of this device's group over ``names``."""
+    idx = [self.coords[n] if n not in names else slice(None) for n in self.axis_names]
+    sub = self.procs[tuple(idx)]
+    order = [n for n in self.axis_names if n in names]
+    sub = np.transpose(sub, [order.index(n) for n in names]) if len(names) > 1 else sub
+    return tuple(int(p) for p in np.ravel(sub))
 
   def index(self, names):
     return self.group(names)[1]

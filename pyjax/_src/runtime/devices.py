@@ -186,7 +186,11 @@ def devices(backend=None):
 
 
 def local_devices(process_index=None, backend=None, host_id=None):
-  return [d for d in devices(backend) if d.process_index == (process_index or host_id or 0)]
+  """The devices of process ``process_index`` (default: this process)."""
+  p = process_index if process_index is not None else host_id
+  if p is None:
+    p = _process[0]
+  return [d for d in devices(backend) if d.process_index == p]
 
 
 def device_count(backend=None):
@@ -198,11 +202,51 @@ def local_device_count(backend=None):
 
 
 def process_index(backend=None):
-  return 0
+  """This process's index (0 without ``jax.distributed.initialize``)."""
+  return _process[0]
 
 
 def process_count(backend=None):
-  return 1
+  """How many processes run the program (1 without ``jax.distributed.initialize``)."""
+  return _process[1]
+
+
+_process = [0, 1]                # (this process's index, process count)
+MAX_CPU_DEVICES_PER_PROCESS = 2048   # CPU device ids across processes, as JAX numbers them
+
+
+def _set_processes(index, local_counts):
+  """Number every backend's devices across processes (``jax.distributed.initialize``):
+  process ``p``'s ``i``-th local device gets id ``p * 2048 + i`` (JAX's CPU numbering) and
+  ``process_index == p``; devices of the other processes are added (they hold no buffers
+  here: arrays on them are not addressable).  ``local_counts[p]`` is process ``p``'s
+  local device count.  Devices are ordered by process, as JAX's ``devices()``."""
+  global _default_device_cache
+  for b in backends().values():
+    local = [d for d in b.devices if d.process_index == _process[0]]
+    cls = type(local[0])
+    out = []
+    for p, n in enumerate(local_counts):
+      for i in range(n):
+        if p == index:
+          d = local[i]
+          d.id = p * MAX_CPU_DEVICES_PER_PROCESS + i
+          d.process_index = d.host_id = p
+          d.local_hardware_id = i
+        else:
+          d = cls(p * MAX_CPU_DEVICES_PER_PROCESS + i, b, p)
+          d.local_hardware_id = i
+        out.append(d)
+    b.devices = out
+  _process[:] = [index, len(local_counts)]
+  _default_device_cache = None
+
+
+def _first_local(backend):
+  for d in backend.devices:
+    if d.process_index == _process[0]:
+      return d
+  return backend.devices[0]
 
 
 def default_backend():
@@ -220,11 +264,11 @@ def default_device():
   d = _config_mod.default_device_flag
   if d is not None:
     if isinstance(d, str):
-      return get_backend(d).devices[0]
+      return _first_local(get_backend(d))
     return d
   global _default_device_cache
   if _default_device_cache is None:
-    _default_device_cache = get_backend().devices[0]
+    _default_device_cache = _first_local(get_backend())
   return _default_device_cache
 
 
@@ -232,7 +276,7 @@ def default_device():
 def default_device_ctx(device):
   """``jax.default_device(device)``: a context manager for the default device."""
   if isinstance(device, str):
-    device = get_backend(device).devices[0]
+    device = _first_local(get_backend(device))
   prev = _thread_default.device
   _thread_default.device = device
   try:

@@ -44,13 +44,32 @@ class ShardedArrayImpl(ArrayImpl):
       raise RuntimeError("Array has been deleted with shape="
                          f"{self.aval.str_short(short_dtypes=False)}.")
     if b is None:
+      if not self._sharding.is_fully_addressable and not _local_has_all(self):
+        raise RuntimeError(NOT_ADDRESSABLE)
       b = _assemble(self.aval, self._sharding, self._shards)
       self._buf = b
     return b
 
+  def __repr__(self):
+    if not self._sharding.is_fully_addressable and not self.is_fully_replicated:
+      # JAX's form: no values
+      wt = ", weak_type=True" if self.aval.weak_type else ""
+      return f"Array(shape={self.aval.shape}, dtype={self.aval.dtype.name}{wt})"
+    return ArrayImpl.__repr__(self)
+
+  def __str__(self):
+    if not self._sharding.is_fully_addressable and not _local_has_all(self):
+      return repr(self)
+    return ArrayImpl.__str__(self)
+
   def __jax_array__(self):
     """The global value as a single-device Array (what a computation that does not know
-    about shardings -- a jitted program, a higher-order primitive -- consumes)."""
+    about shardings -- a jitted program, a higher-order primitive -- consumes).  For an
+    array spanning processes every process gathers it (a collective over processes: in
+    a multi-process program every process runs the same computations, as in JAX)."""
+    if self._buf is None and not self._sharding.is_fully_addressable and (
+        not _local_has_all(self)):
+      self._buf = _gather_processes(self)
     return ArrayImpl(self._data(), self.aval, self._shards[0]._device, False)
 
   def block_until_ready(self):
@@ -92,7 +111,8 @@ class ShardedArrayImpl(ArrayImpl):
 
   @property
   def is_fully_addressable(self):
-    return True
+    """False when some shards live on other processes' devices."""
+    return self._sharding.is_fully_addressable
 
   @property
   def is_fully_replicated(self):
@@ -188,6 +208,39 @@ class IndivisibleError(ValueError):
   (JAX's ``jax._src.sharding.IndivisibleError``)."""
 
 
+NOT_ADDRESSABLE = (
+    "Fetching value for `jax.Array` that spans non-addressable (non process local) devices "
+    "is not possible. You can use `jax.experimental.multihost_utils.process_allgather` to "
+    "print the global array or use `.addressable_shards` method of jax.Array to inspect the "
+    "addressable (process local) shards.")
+
+
+def _gather_processes(x):
+  """The global value of ``x`` spanning processes, from every process's shards (MPI)."""
+  from pyjax._src.runtime import mpi
+  w = mpi.world()
+  if w is None:
+    raise RuntimeError(NOT_ADDRESSABLE)
+  parts = [(s.index, s.data._data()) for s in x.addressable_shards if s.replica_id == 0]
+  out = np.empty(x.aval.shape, x.aval.dtype)
+  for theirs in w.allgather_objects(parts, "the global value of an array spanning "
+                                    "processes"):
+    for idx, data in theirs:
+      out[idx] = data
+  out.flags.writeable = False
+  return out
+
+
+def _local_has_all(x):
+  """Whether this process's shards of ``x`` cover the whole array (as JAX reads an array
+  over processes: a replicated one, or one split over local devices only)."""
+  shape = x.aval.shape
+  every = {_index_key(i, shape) for i in x._sharding.devices_indices_map(shape).values()}
+  mine = {_index_key(i, shape)
+          for i in x._sharding.addressable_devices_indices_map(shape).values()}
+  return len(every) == len(mine)
+
+
 def _index_key(idx, shape):
   out = []
   for s, n in zip(idx, shape):
@@ -239,18 +292,19 @@ def _check_divisible(shape, sharding):
 
 def shard_global(buf, aval, sharding, committed=True):
   """A ShardedArrayImpl from the global value ``buf`` (a NumPy array or a
-  ``PendingBuffer``): each device of ``sharding`` gets a copy of its part."""
+  ``PendingBuffer``): each device of ``sharding`` that this process addresses gets a
+  copy of its part (with many processes, each holds the same global value)."""
   _check_divisible(aval.shape, sharding)
   if type(buf) is PendingBuffer:
     buf = buf.result()
   buf = np.asarray(buf, dtype=aval.dtype)
   indices = sharding.devices_indices_map(aval.shape)
   shards = []
-  for d in sharding._device_assignment:
+  for d in sharding._addressable_device_assignment:
     part = np.array(buf[indices[d]], copy=True)
     shards.append(ArrayImpl(part, ShapedArray(part.shape, aval.dtype, aval.weak_type), d,
                             True))
-  g = buf if not buf.flags.writeable else None
+  g = buf if not buf.flags.writeable and sharding.is_fully_addressable else None
   return ShardedArrayImpl(aval, sharding, shards, g)
 
 

@@ -642,7 +642,12 @@ def _python_impl_runner(prim, eqn):
     outs = out if multiple else [out]
     res = []
     for o, a in zip(outs, out_avals):
-      b = o._data() if type(o) is ArrayImpl else np.asarray(o)
+      if type(o) is ArrayImpl:
+        b = o._data()
+      elif isinstance(o, ArrayImpl):   # sharded (perhaps over processes): its global value
+        b = o.__jax_array__()._data()
+      else:
+        b = np.asarray(o)
       if b.dtype != a.dtype:
         b = np.asarray(b, a.dtype)
       res.append(b)

@@ -1,0 +1,128 @@
+"""The program the MPI tests launch (``mpiexec -n N python mpi_program.py OUT``) and run
+again on one process with as many CPU devices (``python mpi_program.py OUT --single N``).
+
+Every check runs in one launch (each launch costs an interpreter start and an import of
+pyjax per rank).  Global results are gathered to process 0, which writes them to ``OUT``
+(an ``.npz``); the test compares the multi-process file with the one-process file bit for
+bit, and reads the facts the program recorded about processes and errors.
+"""
+import json
+import sys
+
+import numpy as np
+
+LOCAL = 2   # CPU devices per process
+
+
+def main(out, single):
+  import pyjax as jax
+  if single:
+    jax.config.update("jax_num_cpu_devices", LOCAL * single)
+  else:
+    jax.config.update("jax_num_cpu_devices", LOCAL)
+    jax.distributed.initialize()
+  from pyjax import lax
+  from pyjax.experimental import multihost_utils as mhu
+  from pyjax.sharding import NamedSharding, PartitionSpec as P
+  nproc = single or jax.process_count()
+  pid = 0 if single else jax.process_index()
+  ndev = LOCAL * nproc
+  res, facts = {}, {}
+
+  def glob(x):
+    """The global value of ``x`` (gathered over processes when it spans them)."""
+    return np.asarray(x) if single else mhu.process_allgather(x)
+
+  # -- processes and devices ---------------------------------------------------------------
+  facts["process_index"] = jax.process_index()
+  facts["process_count"] = jax.process_count()
+  facts["device_ids"] = [d.id for d in jax.devices()]
+  facts["device_procs"] = [d.process_index for d in jax.devices()]
+  facts["local_ids"] = [d.id for d in jax.local_devices()]
+  facts["is_initialized"] = jax.distributed.is_initialized()
+
+  rng = np.random.default_rng(0)
+  data = rng.standard_normal((ndev * 4, 3)).astype(np.float32)
+  mesh = jax.make_mesh((ndev,), ("x",))
+  mesh2 = jax.make_mesh((nproc, LOCAL), ("p", "d"))
+  rows = data.shape[0] // nproc
+  sx = NamedSharding(mesh, P("x"))
+
+  # -- global arrays -------------------------------------------------------------------------
+  local = data if single else data[pid * rows:(pid + 1) * rows]
+  a = jax.make_array_from_process_local_data(sx, local)
+  facts["a_shape"] = list(a.shape)
+  facts["a_fully_addressable"] = a.is_fully_addressable
+  facts["a_shards"] = [[s.device.id, s.index[0].start, s.index[0].stop]
+                       for s in a.addressable_shards]
+  try:
+    np.asarray(a)
+    facts["read_error"] = None
+  except RuntimeError as e:
+    facts["read_error"] = [type(e).__name__, str(e)]
+  facts["repr"] = repr(a)
+  res["a"] = glob(a)
+  cb = jax.make_array_from_callback(data.shape, sx, lambda idx: data[idx])
+  res["callback"] = glob(cb)
+  singles = [jax.device_put(data[s.index], s.device) for s in cb.addressable_shards]
+  res["single_device_arrays"] = glob(
+      jax.make_array_from_single_device_arrays(data.shape, sx, singles))
+
+  # -- collectives over a mesh spanning processes ----------------------------------------------
+  def smap(f, m=mesh, i=P("x"), o=P("x")):
+    return jax.shard_map(f, mesh=m, in_specs=i, out_specs=o, check_vma=False)
+  res["psum"] = glob(smap(lambda x: lax.psum(x, "x"))(a))
+  res["pmax"] = glob(smap(lambda x: lax.pmax(x, "x"))(a))
+  res["all_gather"] = glob(smap(lambda x: lax.all_gather(x, "x", tiled=True))(a))
+  res["psum_scatter"] = glob(smap(lambda x: lax.psum_scatter(
+      jax.numpy.tile(x, (ndev, 1)), "x", scatter_dimension=0, tiled=True))(a))
+  res["ppermute"] = glob(smap(lambda x: lax.ppermute(
+      x, "x", [(i, (i + 1) % ndev) for i in range(ndev)]))(a))
+  res["all_to_all"] = glob(smap(lambda x: lax.all_to_all(
+      jax.numpy.tile(x, (ndev, 1)), "x", 0, 0, tiled=True))(a))
+  res["axis_index"] = glob(smap(lambda x: x * lax.axis_index("x"))(a))
+  # a 2-d mesh: "d" meets inside each process, "p" across processes
+  a2 = jax.make_array_from_callback(data.shape, NamedSharding(mesh2, P(("p", "d"))),
+                                    lambda idx: data[idx])
+  f2 = lambda x: lax.psum(x, "p") * 2 + lax.psum(x, "d")   # noqa: E731
+  res["mesh2"] = glob(smap(f2, mesh2, P(("p", "d")), P(("p", "d")))(a2))
+  res["mesh2_pmean_both"] = glob(smap(lambda x: lax.pmean(x, ("p", "d")), mesh2,
+                                      P(("p", "d")), P(("p", "d")))(a2))
+  res["jit_shard_map"] = glob(jax.jit(smap(lambda x: lax.psum(jax.numpy.sin(x), "x")))(a))
+  res["grad_shard_map"] = glob(jax.grad(lambda x: smap(
+      lambda y: lax.psum(y * y, "x"), o=P())(x).sum())(a))
+  rep = smap(lambda x: lax.psum(x, "x"), o=P())(a)   # replicated over processes: readable
+  res["replicated_read"] = np.asarray(rep)
+
+  # -- multihost_utils ---------------------------------------------------------------------------
+  if not single:
+    host = np.arange(3, dtype=np.int32) + 10 * pid
+    res["allgather_stacked"] = mhu.process_allgather(host)
+    res["allgather_tiled"] = mhu.process_allgather(host, tiled=True)
+    res["allgather_tree"] = mhu.process_allgather({"k": np.float32(pid)})["k"]
+    res["broadcast"] = mhu.broadcast_one_to_all({"v": host})["v"]
+    res["broadcast_from_last"] = mhu.broadcast_one_to_all(
+        host, is_source=pid == nproc - 1)
+    mhu.sync_global_devices("step 1")
+    mhu.assert_equal(np.arange(4), "same everywhere")
+    try:
+      mhu.assert_equal(np.float32(pid), "differs")
+      facts["assert_equal_error"] = None
+    except AssertionError as e:
+      facts["assert_equal_error"] = str(e)[:60]
+    g = mhu.host_local_array_to_global_array(data[pid * rows:(pid + 1) * rows], mesh, P("x"))
+    facts["h2g_fully_addressable"] = g.is_fully_addressable
+    res["host_to_global"] = mhu.process_allgather(g)
+    back = mhu.global_array_to_host_local_array(g, mesh, P("x"))
+    res["global_to_host"] = mhu.process_allgather(np.asarray(back), tiled=True)
+    jax.distributed.shutdown()
+    facts["is_initialized_after"] = jax.distributed.is_initialized()
+  if pid == 0:
+    np.savez(out, **res)
+    with open(out + ".json", "w") as f:
+      json.dump(facts, f)
+
+
+if __name__ == "__main__":
+  single = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == "--single" else 0
+  main(sys.argv[1], single)
