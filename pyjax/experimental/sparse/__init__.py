@@ -18,3 +18,17 @@ from pyjax._src.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 from pyjax._src.sparse.random import random_bcoo  # noqa: F401
 from pyjax._src.sparse.transform import sparsify  # noqa: F401
+from pyjax._src.sparse.base import JAXSparse  # noqa: F401
+from pyjax._src.sparse.coo import (  # noqa: F401
+    COO, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec, coo_matvec_p,
+    coo_todense, coo_todense_p)
+from pyjax._src.sparse.csr import (  # noqa: F401
+    CSC, CSR, csr_fromdense, csr_fromdense_p, csr_matmat, csr_matmat_p, csr_matvec,
+    csr_matvec_p, csr_todense, csr_todense_p)
+from pyjax._src.sparse.api import todense, todense_p  # noqa: F401
+from pyjax._src.sparse.indexing import (  # noqa: F401
+    bcoo_broadcast_in_dim, bcoo_dynamic_slice, bcoo_gather, bcoo_rev, bcsr_broadcast_in_dim,
+    bcsr_concatenate)
+from pyjax._src.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad  # noqa: F401
+from pyjax.experimental.sparse import (  # noqa: F401,E402
+    ad, api, bcoo, bcsr, coo, csr, linalg, random, transform, util)
