@@ -88,6 +88,7 @@ def main(out, single):
   res["mesh2"] = glob(smap(f2, mesh2, P(("p", "d")), P(("p", "d")))(a2))
   res["mesh2_pmean_both"] = glob(smap(lambda x: lax.pmean(x, ("p", "d")), mesh2,
                                       P(("p", "d")), P(("p", "d")))(a2))
+  res["jit_plain"] = glob(jax.jit(lambda x: jax.numpy.tanh(x) * 2 + x.sum(0))(a))
   res["jit_shard_map"] = glob(jax.jit(smap(lambda x: lax.psum(jax.numpy.sin(x), "x")))(a))
   res["grad_shard_map"] = glob(jax.grad(lambda x: smap(
       lambda y: lax.psum(y * y, "x"), o=P())(x).sum())(a))
