@@ -101,12 +101,22 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
   n_iter = functools.reduce(operator.mul, grid, 1)
   kernel_dims = [d for d in range(len(grid)) if d not in gm.vmapped_dims]
 
+  # inputs the kernel never writes stay out of the loop carry (loop invariants: the
+  # compiled loop does not copy them at each grid point); same values as carrying them
+  kin = jaxpr.jaxpr.invars[len(kernel_dims) + n_idx:]
+  kout = jaxpr.jaxpr.outvars
+  ro = [k < n_in and kout[k] is kin[k] for k in range(n_blocks)]
+  fixed = {k: carry[k] for k in range(n_blocks) if ro[k]}
+  carry = [x for k, x in enumerate(carry) if k >= n_blocks or not ro[k]]
+
   def cond(c):
     return c[0] < n_iter
 
   def body(c):
     i, loop_idx, *vals = c
-    blocks, scratch = vals[:n_blocks], vals[n_blocks:]
+    it = iter(vals)
+    blocks = [fixed[k] if ro[k] else next(it) for k in range(n_blocks)]
+    scratch = list(it)
     starts = [_start_indices(bm, loop_idx, scalars) for bm in gm.block_mappings]
     views = []
     for x, st, bm in zip(blocks, starts, gm.block_mappings):
@@ -116,7 +126,10 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
     ids = [loop_idx[d] for d in kernel_dims]
     res = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ids, *scalars, *views, *scratch)
     new_blocks = []
-    for x, st, bm, b in zip(blocks, starts, gm.block_mappings, res[:n_blocks]):
+    for k, (x, st, bm, b) in enumerate(zip(blocks, starts, gm.block_mappings,
+                                           res[:n_blocks])):
+      if ro[k]:
+        continue
       full = bm.full_block_shape
       keep = tuple(d for d in range(len(full)) if d not in _squeezed_dims(bm))
       if len(keep) != len(full):
@@ -127,8 +140,9 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
 
   init = (jnp.int32(0), tuple(jnp.int32(0) for _ in grid), *carry)
   _, _, *final = lax.while_loop(cond, body, init)
+  n_carried_in = sum(1 for k in range(n_in) if not ro[k])
   results = []
-  for o, bm in zip(final[n_in:n_in + n_out], gm.block_mappings_output):
+  for o, bm in zip(final[n_carried_in:n_carried_in + n_out], gm.block_mappings_output):
     pads = _element_padding(bm)
     if pads is not None:
       lo = [p[0] for p in pads]
