@@ -459,3 +459,28 @@ def test_program_id_out_of_range_and_returning_values():
   with pytest.raises(ValueError, match="should return None"):
     ppl.pallas_call(kernel2, out_shape=pyjax.ShapeDtypeStruct((4,), pjnp.int32),
                     interpret=True)(pjnp.zeros(4, pjnp.int32))
+
+
+def _general_grid(pl, jnp, lax, jx):
+  # a reversed output index map and a kernel writing its input block: the general grid
+  # loop (carrying every operand), and an output aliased to an input
+  def kernel(x_ref, a_ref, o_ref, b_ref):
+    x_ref[...] = x_ref[...] * 2.0
+    o_ref[...] = x_ref[...] + 1.0
+    b_ref[...] = a_ref[...] + b_ref[...]
+
+  def f(x, a, interpret):
+    return pl.pallas_call(
+        kernel, out_shape=(jx.ShapeDtypeStruct(x.shape, x.dtype),
+                           jx.ShapeDtypeStruct(a.shape, a.dtype)),
+        grid=(2,), in_specs=[pl.BlockSpec((4,), lambda i: (i,)),
+                             pl.BlockSpec((4,), lambda i: (i,))],
+        out_specs=(pl.BlockSpec((4,), lambda i: (1 - i,)), pl.BlockSpec((4,), lambda i: (i,))),
+        input_output_aliases={1: 1}, interpret=interpret)(x, a)
+  return f
+
+
+def test_reversed_index_map_written_input_and_alias():
+  o, b = check(_general_grid, _rand(8), _rand(8, seed=1))
+  a = _rand(8, seed=1)
+  np.testing.assert_array_equal(np.asarray(b), a + a)

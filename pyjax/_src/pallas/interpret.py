@@ -107,6 +107,11 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
   kout = jaxpr.jaxpr.outvars
   ro = [k < n_in and kout[k] is kin[k] for k in range(n_blocks)]
   fixed = {k: carry[k] for k in range(n_blocks) if ro[k]}
+  plan = _blocked_plan(gm, carry[n_in:n_blocks]) if all(ro[:n_in]) and n_iter else None
+  if plan is not None:
+    final = _run_blocked(plan, jaxpr, gm, scalars, [fixed[k] for k in range(n_in)],
+                         {o: carry[n_in + o] for o in alias}, carry[n_blocks:], kernel_dims)
+    return _unpad_outputs(final, gm)
   carry = [x for k, x in enumerate(carry) if k >= n_blocks or not ro[k]]
 
   def cond(c):
@@ -141,8 +146,13 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
   init = (jnp.int32(0), tuple(jnp.int32(0) for _ in grid), *carry)
   _, _, *final = lax.while_loop(cond, body, init)
   n_carried_in = sum(1 for k in range(n_in) if not ro[k])
+  return _unpad_outputs(final[n_carried_in:n_carried_in + n_out], gm)
+
+
+def _unpad_outputs(outs, gm):
+  import pyjax.lax as lax
   results = []
-  for o, bm in zip(final[n_carried_in:n_carried_in + n_out], gm.block_mappings_output):
+  for o, bm in zip(outs, gm.block_mappings_output):
     pads = _element_padding(bm)
     if pads is not None:
       lo = [p[0] for p in pads]
@@ -151,6 +161,139 @@ def run_grid(args, *, jaxpr, grid_mapping, input_output_aliases):
       o = lax.slice(o, (0,) * o.ndim, bm.array_aval.shape)
     results.append(o)
   return results
+
+
+# --- grids whose outputs are written block by block ----------------------------------------
+def _index_sources(index_map, n_grid):
+  """For each output of an index-map jaxpr: ("axis", a) when it is grid index ``a``,
+  ("const", c) for a literal, None otherwise (or None for the whole map when it reads
+  scalar-prefetch operands)."""
+  jx = index_map.jaxpr
+  if len(jx.invars) != n_grid or index_map.consts:
+    return None
+  pos = {id(v): a for a, v in enumerate(jx.invars)}
+
+  def src(v, env):
+    if type(v).__name__ == "Literal":
+      return ("const", int(np.asarray(v.val)))
+    if id(v) in pos:
+      return ("axis", pos[id(v)])
+    return env.get(id(v))
+  env = {}
+  for e in jx.eqns:
+    if e.primitive.name == "convert_element_type" and len(e.invars) == 1:
+      env[id(e.outvars[0])] = src(e.invars[0], env)
+  return [src(v, env) for v in jx.outvars]
+
+
+def _blocked_plan(gm, padded_outs):
+  """When every output block is written at exactly one point of the grid's leading axes
+  ``U`` (each block dimension indexed by its own grid axis, or constant over a dimension
+  of one block) and the remaining axes ``R`` come after them (revisits: an accumulation
+  along trailing axes), the grid program can run as a ``scan`` over ``U`` producing the
+  output blocks (``R`` an inner loop carrying them): (per-output dims, U, R).  None
+  otherwise."""
+  grid = gm.grid
+  used, dims_all = None, []
+  for bm, x in zip(gm.block_mappings_output, padded_outs):
+    srcs = _index_sources(bm.index_map, len(grid))
+    if srcs is None:
+      return None
+    dims = []
+    for s, b, n in zip(srcs, bm.block_shape, x.shape):
+      if s is None or not isinstance(b, (plc.Blocked, plc.Squeezed)):
+        return None
+      nblk = n // plc.dim_size(b)
+      if s[0] == "const" and (s[1] != 0 or nblk != 1):
+        return None
+      if s[0] == "axis" and grid[s[1]] != nblk:
+        return None
+      dims.append(s)
+    axes = [s[1] for s in dims if s[0] == "axis"]
+    if len(set(axes)) != len(axes) or (used is not None and used != set(axes)):
+      return None
+    used = set(axes)
+    dims_all.append(dims)
+  U = sorted(used or ())
+  R = [a for a in range(len(grid)) if a not in U]
+  if U and R and max(U) > min(R):
+    return None
+  return dims_all, U, R
+
+
+def _decompose(t, axes, grid, out):
+  for a in reversed(axes):
+    out[a] = t % grid[a] if len(axes) > 1 else t
+    t = t // grid[a]
+
+
+def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
+  """The grid program as a scan over the output-writing axes (see ``_blocked_plan``):
+  the same kernel evaluations in the same order, on the same values."""
+  import pyjax.lax as lax
+  import pyjax.numpy as jnp
+  dims_all, U, R = plan
+  grid = gm.grid
+  n_in = gm.num_inputs
+  outs_bm = gm.block_mappings_output
+  n_outer = functools.reduce(operator.mul, [grid[a] for a in U], 1)
+  n_inner = functools.reduce(operator.mul, [grid[a] for a in R], 1)
+
+  def point(loop_idx, blocks, scratch):
+    views = []
+    for x, bm in zip(ins, gm.block_mappings[:n_in]):
+      st = [jnp.asarray(s, jnp.int32) for s in _start_indices(bm, loop_idx, scalars)]
+      v = lax.dynamic_slice(x, st, bm.full_block_shape)
+      sq = _squeezed_dims(bm)
+      views.append(lax.squeeze(v, sq) if sq else v)
+    ids = [loop_idx[d] for d in kernel_dims]
+    res = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *ids, *scalars, *views, *blocks,
+                          *scratch)
+    return list(res[n_in:n_in + len(blocks)]), list(res[n_in + len(blocks):])
+
+  def outer(scratch, t):
+    loop_idx = [None] * len(grid)
+    _decompose(t, U, grid, loop_idx)
+    blocks = []
+    for k, bm in enumerate(outs_bm):
+      if k in aliased:
+        st = [jnp.asarray(loop_idx[s[1]] * plc.dim_size(b), jnp.int32) if s[0] == "axis"
+              else 0 for s, b in zip(dims_all[k], bm.block_shape)]
+        v = lax.dynamic_slice(aliased[k], st, bm.full_block_shape)
+        sq = _squeezed_dims(bm)
+        blocks.append(lax.squeeze(v, sq) if sq else v)
+      else:
+        blocks.append(plc.uninitialized_value(bm.ref_shape, bm.array_aval.dtype))
+    if not R:
+      blocks, scratch = point(loop_idx, blocks, list(scratch))
+      return scratch, blocks
+
+    def inner(r, c):
+      idx = list(loop_idx)
+      _decompose(r, R, grid, idx)
+      return point(idx, *c)
+    blocks, scratch = lax.fori_loop(jnp.int32(0), jnp.int32(n_inner), inner,
+                                    (blocks, list(scratch)))
+    return scratch, blocks
+
+  _, ys = lax.scan(outer, list(scratch0), jnp.arange(n_outer, dtype=jnp.int32))
+  finals = []
+  for y, bm, dims in zip(ys, outs_bm, dims_all):
+    full = bm.full_block_shape
+    nconst = sum(1 for s in dims if s[0] == "const")
+    y = lax.reshape(y, tuple(grid[a] for a in U) + (1,) * nconst + full)
+    perm, c = [], 0
+    for d, s in enumerate(dims):
+      if s[0] == "axis":
+        perm.append(U.index(s[1]))
+      else:
+        perm.append(len(U) + c)
+        c += 1
+      perm.append(len(U) + nconst + d)
+    if perm != sorted(perm):
+      y = lax.transpose(y, perm)
+    finals.append(lax.reshape(y, tuple(n * b for n, b in zip(y.shape[0::2], y.shape[1::2]))))
+  return finals
 
 
 def grid_program(jaxpr, grid_mapping, input_output_aliases, in_avals):
@@ -162,4 +305,3 @@ def grid_program(jaxpr, grid_mapping, input_output_aliases, in_avals):
   return closed
 
 
-del np
