@@ -1,10 +1,11 @@
 """Shared machinery for the property-based differential tests
-(``tests/test_numpy_properties_*.py``): hypothesis strategies for dtypes, shapes (with 0-
+(``tests/numpy/test_numpy_properties_*.py``): hypothesis strategies for dtypes, shapes (with 0-
 and 1-sized dimensions), broadcastable shape pairs, axes (negative ones included) and array
 values (NaN/inf included), a context manager that switches x64 in pyjax and JAX together,
-and ``check``: run one function with ``pyjax.numpy`` and ``jax.numpy`` on the same inputs
-and compare shapes, dtypes, weak types and values -- or, when JAX raises, the exception
-class.
+and ``check``: run one function with ``pyjax.numpy`` and ``jax.numpy`` on the same inputs,
+eagerly and under jit, and compare tree structure, shapes, dtypes, weak types and values
+(NaN/inf per part) -- or, when JAX raises, the exception (``jax_compare``'s comparison).
+``draw_array`` draws a dtype, a shape and an array in one go.
 
 Each property test is written once with ``@prop(n=..., slow=..., data=st.data())``; the
 decorator makes two pytest cases of it, a quick one (``n`` examples, in the default run)
@@ -29,6 +30,7 @@ from hypothesis.extra import numpy as hnp
 
 import pyjax
 import pyjax.numpy as pjnp
+from jax_compare import assert_same_error
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -183,6 +185,16 @@ def arrays(name, shape, **kw):
       lambda a: _no_f32_subnormals(a.astype(dt)))
 
 
+def draw_array(data, dtypes=ALL, shape=None, label="x", max_dims=3, **kw):
+  """Draw (with ``data``, a ``st.data()``) a dtype from ``dtypes``, a shape of up to
+  ``max_dims`` dimensions unless ``shape`` is given, then an array of them (``kw``:
+  ``elements``' bounds and NaN/inf switches); ``label`` names the draws in reports."""
+  name = data.draw(st.sampled_from(dtypes), label=label + ".dtype")
+  if shape is None:
+    shape = data.draw(shapes(max_dims=max_dims), label=label + ".shape")
+  return data.draw(arrays(name, shape, **kw), label=label)
+
+
 def _no_f32_subnormals(a):
   """Zero the float64/complex128 values that become float32 subnormals under x32: XLA:CPU
   flushes subnormals to zero and NumPy (so pyjax) does not, a platform difference that is
@@ -333,14 +345,6 @@ def _concretization_errors():
       "TracerArrayConversionError", "NonConcreteBooleanIndexError")) if c is not None)
 
 
-def _same_error(ep, ej, message):
-  assert ep is not None, f"JAX raised {type(ej).__name__}: {ej}; pyjax returned a value"
-  assert type(ep).__name__ == type(ej).__name__ or isinstance(ep, type(ej)), (
-      type(ep), ep, type(ej), ej)
-  if message:
-    assert str(ep).split("\n")[0] == str(ej).split("\n")[0], (str(ep), str(ej))
-
-
 def check(fn, *args, rtol=None, atol=None, check_weak=True, values=True, message=False,
           jit=None, **kwargs):
   """Call ``fn(jnp, *args, **kwargs)`` with pyjax.numpy and jax.numpy on the same inputs
@@ -389,7 +393,7 @@ def check(fn, *args, rtol=None, atol=None, check_weak=True, values=True, message
   for mode, f in runs:
     rp, ep = _call(f)
     if ej is not None:
-      _same_error(ep, ej, message)
+      assert_same_error(ep, ej, message, first_line=True)
       continue
     if ep is not None:
       raise AssertionError(
@@ -410,7 +414,7 @@ def check_grad(fn, *args, argnums=0, rtol=None, atol=None):
   for mode, f in (("eager", lambda: gfun(*args)), ("jit", lambda: pyjax.jit(gfun)(*args))):
     gp, ep = _call(f)
     if ej is not None:
-      _same_error(ep, ej, False)
+      assert_same_error(ep, ej, False)
       continue
     if ep is not None:
       raise AssertionError(f"pyjax grad ({mode}) raised {type(ep).__name__}: {ep}") from ep

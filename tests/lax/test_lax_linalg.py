@@ -8,7 +8,7 @@ import pytest
 import pyjax
 import pyjax.numpy as pjnp
 from pyjax import lax as plax
-from numpy_testutil import compare, run
+from jax_compare import compare, run
 
 PL = pjnp.linalg
 

@@ -13,6 +13,7 @@ that need no JAX compare with NumPy or with recorded values.
 import numpy as np
 import pytest
 
+import golden
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
@@ -575,14 +576,8 @@ def test_approx_top_k_is_exact_against_numpy():
 
 
 # --- rng_bit_generator / rng_uniform -----------------------------------------------------------
-# Recorded from JAX 0.10.2 on CPU (key [1, 2, 3, 4]).
-_RBG_KNOWN = {
-    ("RNG_DEFAULT", (6,)): ([1, 2, 5, 4], [512747620, 1298009047, 1267190206, 761827841,
-                                           1383286907, 1639995030]),
-    ("RNG_THREE_FRY", (2, 3)): ([1, 2, 6, 4], [1576285164, 740599976, 2436392515,
-                                               2249660814, 2425682526, 1497962777]),
-    ("RNG_PHILOX", ()): ([1, 2, 4, 4], [512747620]),
-}
+# Recorded from JAX 0.10.2 on CPU (key [1, 2, 3, 4]; tests/data/prng_golden.json).
+_RBG_KNOWN = golden.prng()["rng_bit_generator"]
 
 
 @pytest.mark.parametrize("alg,shape", list(_RBG_KNOWN))

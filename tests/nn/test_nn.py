@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import pyjax
 import pyjax.nn as pnn
 import pyjax.numpy as pjnp
-from scipy_testutil import bf16, check, rand
+from jax_compare import bf16, check, rand
 
 SETTINGS = settings(max_examples=8, deadline=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import pyjax
 import pyjax.numpy as pjnp
 from pyjax import lax as plax
-from numpy_testutil import check_both, compare, run
+from jax_compare import check_both, compare, run
 
 PF = pjnp.fft
 SETTINGS = settings(max_examples=25, deadline=None,

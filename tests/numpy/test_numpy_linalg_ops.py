@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from jnp_harness import (bf16, f16, f32, i8, u8, i32, b_, c64, ALL, weak, arr, check, fast,
-                         pjnp)
+from jax_compare import (bf16, f16, f32, i8, u8, i32, b_, c64, ALL, weak, arr, check_jnp,
+                         fast, pjnp)
 
 
 # --- dot / matmul -----------------------------------------------------------------------
@@ -24,7 +24,7 @@ MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
 @pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
 def test_matmul_shapes(sa, sb):
   a, b = arr(sa, f32), arr(sb, f32, seed=1)
-  check(lambda m: m.matmul(a, b))
+  check_jnp(lambda m: m.matmul(a, b))
   np.testing.assert_allclose(np.asarray(pjnp.matmul(a, b)), np.matmul(a, b), rtol=1e-5,
                              atol=1e-6)
   np.testing.assert_allclose(np.asarray(pjnp.asarray(a) @ pjnp.asarray(b)), a @ b,
@@ -39,7 +39,7 @@ DOT_SHAPES = [((), ()), ((), (2, 3)), ((2, 3), ()), ((3,), (3,)), ((2, 3), (3,))
 @pytest.mark.parametrize("sa,sb", DOT_SHAPES)
 def test_dot_shapes(sa, sb):
   a, b = arr(sa, f32), arr(sb, f32, seed=1)
-  check(lambda m: m.dot(a, b))
+  check_jnp(lambda m: m.dot(a, b))
   np.testing.assert_allclose(np.asarray(pjnp.dot(a, b)), np.dot(a, b), rtol=1e-5, atol=1e-6)
 
 
@@ -54,7 +54,7 @@ def test_products_dtypes(name, da, db):
   if name in ("dot", "matmul", "tensordot"):
     b = b.T.copy()
   f = {"tensordot": lambda m: m.tensordot(a, b, 1)}.get(name, lambda m: getattr(m, name)(a, b))
-  check(f)
+  check_jnp(f)
 
 
 @pytest.mark.parametrize("name", ["dot", "matmul", "vdot", "inner", "outer", "kron",
@@ -67,7 +67,7 @@ def test_products_weak_types(name):
     fn = {"tensordot": lambda x, y: m.tensordot(x, y, 1),
           "einsum": lambda x, y: m.einsum("i,i->", x, y)}.get(name, getattr(m, name))
     return fn(w, w), fn(wi, wi), fn(w, s), fn(wi, w)
-  check(f)
+  check_jnp(f)
 
 
 @pytest.mark.parametrize("name", ["dot", "matmul", "tensordot", "inner", "vdot", "einsum"])
@@ -80,15 +80,15 @@ def test_preferred_element_type(name, pet):
         "vdot": lambda m: m.vdot(a, b, preferred_element_type=pet),
         "einsum": lambda m: m.einsum("ij,jk->ik", a, b, preferred_element_type=pet)}.get(
       name, lambda m: getattr(m, name)(a, b, preferred_element_type=pet))
-  check(fn)
+  check_jnp(fn)
 
 
 def test_precision_is_accepted():
   a, b = arr((2, 3), f32), arr((3, 2), f32, seed=1)
   for p in (None, "highest", "default", ("highest", "highest")):
-    check(lambda m: m.dot(a, b, precision=p))
-    check(lambda m: m.matmul(a, b, precision=p))
-    check(lambda m: m.einsum("ij,jk", a, b, precision=p))
+    check_jnp(lambda m: m.dot(a, b, precision=p))
+    check_jnp(lambda m: m.matmul(a, b, precision=p))
+    check_jnp(lambda m: m.einsum("ij,jk", a, b, precision=p))
 
 
 @pytest.mark.parametrize("case", [
@@ -119,7 +119,7 @@ def test_precision_is_accepted():
     lambda m: m.inner([1, 2], [1, 2]),
 ])
 def test_product_errors(case):
-  check(case)
+  check_jnp(case)
 
 
 # --- matvec, vecmat, vdot, vecdot, inner, outer, tensordot ------------------------------
@@ -127,13 +127,13 @@ def test_product_errors(case):
                                    ((5, 1, 2, 3), (4, 3)), ((0, 3), (3,))])
 def test_matvec(sa, sb):
   a, b = arr(sa, f32), arr(sb, f32, seed=1)
-  check(lambda m: m.matvec(a, b))
-  check(lambda m: m.vecmat(b, np.swapaxes(a, -1, -2)))
+  check_jnp(lambda m: m.matvec(a, b))
+  check_jnp(lambda m: m.vecmat(b, np.swapaxes(a, -1, -2)))
 
 
 def test_vecmat_conjugates():
   a, b = arr((3,), c64), arr((3, 2), c64, seed=1)
-  check(lambda m: m.vecmat(a, b))
+  check_jnp(lambda m: m.vecmat(a, b))
   np.testing.assert_allclose(np.asarray(pjnp.vecmat(a, b)), np.conj(a) @ b, rtol=1e-5)
 
 
@@ -142,13 +142,13 @@ def test_vecmat_conjugates():
 @pytest.mark.parametrize("dtype", fast([f32, c64, i32], [c64]))
 def test_vecdot(sa, sb, axis, dtype):
   a, b = arr(sa, dtype), arr(sb, dtype, seed=1)
-  check(lambda m: m.vecdot(a, b, axis=axis))
+  check_jnp(lambda m: m.vecdot(a, b, axis=axis))
 
 
 @pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (2, 3)), ((2, 2), (4,)), ((), ())])
 def test_vdot(sa, sb):
   a, b = arr(sa, c64), arr(sb, c64, seed=1)
-  check(lambda m: m.vdot(a, b))
+  check_jnp(lambda m: m.vdot(a, b))
   np.testing.assert_allclose(np.asarray(pjnp.vdot(a, b)), np.vdot(a, b), rtol=1e-5)
 
 
@@ -156,15 +156,15 @@ def test_vdot(sa, sb):
                                    ((2, 3), ())])
 def test_inner(sa, sb):
   a, b = arr(sa, f32), arr(sb, f32, seed=1)
-  check(lambda m: m.inner(a, b))
-  check(lambda m: m.inner(a, b, preferred_element_type=bf16))
+  check_jnp(lambda m: m.inner(a, b))
+  check_jnp(lambda m: m.inner(a, b, preferred_element_type=bf16))
   np.testing.assert_allclose(np.asarray(pjnp.inner(a, b)), np.inner(a, b), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("sa,sb", [((3,), (4,)), ((2, 3), (4,)), ((), (2,)), ((0,), (3,))])
 def test_outer(sa, sb):
   a, b = arr(sa, i8), arr(sb, f16, seed=1)
-  check(lambda m: m.outer(a, b))
+  check_jnp(lambda m: m.outer(a, b))
 
 
 @pytest.mark.parametrize("sa,sb,axes", [((2, 3, 4), (3, 4, 5), 2), ((2, 3), (3, 4), 1),
@@ -173,7 +173,7 @@ def test_outer(sa, sb):
                                         ((2, 3), (3,), ([1], [0]))])
 def test_tensordot(sa, sb, axes):
   a, b = arr(sa, f32), arr(sb, f32, seed=1)
-  check(lambda m: m.tensordot(a, b, axes))
+  check_jnp(lambda m: m.tensordot(a, b, axes))
   np.testing.assert_allclose(np.asarray(pjnp.tensordot(a, b, axes)), np.tensordot(a, b, axes),
                              rtol=1e-5, atol=1e-5)
 
@@ -193,7 +193,7 @@ EINSUMS = [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]),
 @pytest.mark.parametrize("spec,shapes", EINSUMS)
 def test_einsum(spec, shapes):
   ops = [arr(s, f32, seed=i) for i, s in enumerate(shapes)]
-  check(lambda m: m.einsum(spec, *ops))
+  check_jnp(lambda m: m.einsum(spec, *ops))
   np.testing.assert_allclose(np.asarray(pjnp.einsum(spec, *ops)), np.einsum(spec, *ops),
                              rtol=1e-5, atol=1e-5)
 
@@ -204,18 +204,18 @@ def test_einsum_optimize(optimize):
   a, b, c = arr((2, 3), f32), arr((3, 4), f32, seed=1), arr((4, 5), f32, seed=2)
   if optimize == "einsum_path":
     optimize = pjnp.einsum_path("ij,jk,kl->il", a, b, c, optimize="greedy")[0]
-  check(lambda m: m.einsum("ij,jk,kl->il", a, b, c, optimize=optimize))
+  check_jnp(lambda m: m.einsum("ij,jk,kl->il", a, b, c, optimize=optimize))
 
 
 def test_einsum_interleaved_and_dtypes():
   a, b = arr((2, 3), i8), arr((3, 4), bf16, seed=1)
-  check(lambda m: m.einsum(a, [0, 1], b, [1, 2], [0, 2]))
-  check(lambda m: m.einsum("ij,jk->ik", a, b))
-  check(lambda m: m.einsum("ij,jk->ik", a.astype(bool), a.T.astype(bool)))
-  check(lambda m: m.einsum("ij->", a))
-  check(lambda m: m.einsum("ii->", arr((3, 3), b_)))
-  check(lambda m: m.einsum("ij", a))
-  check(lambda m: m.einsum("i,i", arr((3,), c64), arr((3,), f32)))
+  check_jnp(lambda m: m.einsum(a, [0, 1], b, [1, 2], [0, 2]))
+  check_jnp(lambda m: m.einsum("ij,jk->ik", a, b))
+  check_jnp(lambda m: m.einsum("ij,jk->ik", a.astype(bool), a.T.astype(bool)))
+  check_jnp(lambda m: m.einsum("ij->", a))
+  check_jnp(lambda m: m.einsum("ii->", arr((3, 3), b_)))
+  check_jnp(lambda m: m.einsum("ij", a))
+  check_jnp(lambda m: m.einsum("i,i", arr((3,), c64), arr((3,), f32)))
 
 
 @pytest.mark.parametrize("case", [
@@ -227,7 +227,7 @@ def test_einsum_interleaved_and_dtypes():
                        optimize=[(0, 1, 2)]),
 ])
 def test_einsum_errors(case):
-  check(case, message=False)
+  check_jnp(case, message=False)
 
 
 def test_einsum_path():
@@ -246,7 +246,7 @@ def test_einsum_path():
                                    ((2, 2), ()), ((1, 2, 3), (2, 1)), ((0, 2), (3, 1))])
 def test_kron(sa, sb):
   a, b = arr(sa, i32), arr(sb, f32, seed=1)
-  check(lambda m: m.kron(a, b))
+  check_jnp(lambda m: m.kron(a, b))
   np.testing.assert_allclose(np.asarray(pjnp.kron(a, b)), np.kron(a, b), rtol=1e-6)
 
 
@@ -254,8 +254,8 @@ def test_kron(sa, sb):
 @pytest.mark.parametrize("offset", [0, 1, -1, 3, -5])
 def test_diagonal_trace(shape, offset):
   x = arr(shape, f32)
-  check(lambda m: m.diagonal(x, offset))
-  check(lambda m: m.trace(x, offset))
+  check_jnp(lambda m: m.diagonal(x, offset))
+  check_jnp(lambda m: m.trace(x, offset))
   np.testing.assert_array_equal(np.asarray(pjnp.diagonal(x, offset)), np.diagonal(x, offset))
   np.testing.assert_allclose(np.asarray(pjnp.trace(x, offset)), np.trace(x, offset), rtol=1e-6)
 
@@ -263,18 +263,18 @@ def test_diagonal_trace(shape, offset):
 @pytest.mark.parametrize("axis1,axis2", [(0, 1), (1, 0), (0, 2), (2, 0), (-1, -2), (1, 2)])
 def test_diagonal_trace_axes(axis1, axis2):
   x = arr((2, 3, 4), f32)
-  check(lambda m: m.diagonal(x, 1, axis1, axis2))
-  check(lambda m: m.trace(x, -1, axis1, axis2))
+  check_jnp(lambda m: m.diagonal(x, 1, axis1, axis2))
+  check_jnp(lambda m: m.trace(x, -1, axis1, axis2))
 
 
 @pytest.mark.parametrize("dtype", fast(ALL, [i8, b_, bf16]))
 def test_diagonal_trace_dtypes(dtype):
   x = arr((3, 3), dtype)
-  check(lambda m: m.diagonal(x))
-  check(lambda m: m.trace(x))
-  check(lambda m: m.trace(x, dtype=np.float32))
-  check(lambda m: m.diagonal(weak(m, x.astype(np.float32))))
-  check(lambda m: m.trace(weak(m, x.astype(np.float32))))
+  check_jnp(lambda m: m.diagonal(x))
+  check_jnp(lambda m: m.trace(x))
+  check_jnp(lambda m: m.trace(x, dtype=np.float32))
+  check_jnp(lambda m: m.diagonal(weak(m, x.astype(np.float32))))
+  check_jnp(lambda m: m.trace(weak(m, x.astype(np.float32))))
 
 
 @pytest.mark.parametrize("case", [
@@ -287,7 +287,7 @@ def test_diagonal_trace_dtypes(dtype):
     lambda m: m.diagonal([[1, 2]]),
 ])
 def test_trace_diagonal_errors(case):
-  check(case)
+  check_jnp(case)
 
 
 @pytest.mark.parametrize("sa,sb,kw", [((3,), (3,), {}), ((2,), (2,), {}), ((2,), (3,), {}),
@@ -298,7 +298,7 @@ def test_trace_diagonal_errors(case):
 @pytest.mark.parametrize("dtype", fast([f32, i32], [f32]))
 def test_cross(sa, sb, kw, dtype):
   a, b = arr(sa, dtype), arr(sb, dtype, seed=1)
-  check(lambda m: m.cross(a, b, **kw))
+  check_jnp(lambda m: m.cross(a, b, **kw))
   with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2 deprecates 2-vectors
     ref = np.cross(a, b, **kw)
@@ -306,10 +306,10 @@ def test_cross(sa, sb, kw, dtype):
 
 
 def test_cross_errors_and_weak():
-  check(lambda m: m.cross(np.ones(4), np.ones(3)))
-  check(lambda m: m.cross(np.ones(3, bool), np.ones(3, bool)))
-  check(lambda m: m.cross(weak(m, [1.0, 2, 3], np.float32), weak(m, [3.0, 1, 0], np.float32)))
-  check(lambda m: m.cross(weak(m, [1.0, 2], np.float32), weak(m, [3.0, 1], np.float32)))
+  check_jnp(lambda m: m.cross(np.ones(4), np.ones(3)))
+  check_jnp(lambda m: m.cross(np.ones(3, bool), np.ones(3, bool)))
+  check_jnp(lambda m: m.cross(weak(m, [1.0, 2, 3], np.float32), weak(m, [3.0, 1, 0], np.float32)))
+  check_jnp(lambda m: m.cross(weak(m, [1.0, 2], np.float32), weak(m, [3.0, 1], np.float32)))
 
 
 # --- convolve / correlate ---------------------------------------------------------------
@@ -318,7 +318,7 @@ def test_cross_errors_and_weak():
 @pytest.mark.parametrize("na,nv", [(5, 3), (3, 5), (4, 4), (1, 1), (6, 1), (2, 7)])
 def test_convolve_modes(name, mode, na, nv):
   a, v = arr((na,), f32), arr((nv,), f32, seed=1)
-  check(lambda m: getattr(m, name)(a, v, mode=mode))
+  check_jnp(lambda m: getattr(m, name)(a, v, mode=mode))
   np.testing.assert_allclose(np.asarray(getattr(pjnp, name)(a, v, mode=mode)),
                              getattr(np, name)(a, v, mode=mode), rtol=1e-5, atol=1e-5)
 
@@ -329,17 +329,17 @@ def test_convolve_modes(name, mode, na, nv):
                                        [(i32, i32), (bf16, f16), (f32, c64)], True))
 def test_convolve_dtypes(name, da, dv):
   a, v = arr((5,), da), arr((3,), dv, seed=1)
-  check(lambda m: getattr(m, name)(a, v, mode="full"))
-  check(lambda m: getattr(m, name)(v, a, mode="same"))
+  check_jnp(lambda m: getattr(m, name)(a, v, mode="full"))
+  check_jnp(lambda m: getattr(m, name)(v, a, mode="same"))
 
 
 def test_convolve_options():
   a, v = arr((5,), i32), arr((3,), i32, seed=1)
-  check(lambda m: m.convolve(a, v, preferred_element_type=np.int32))
-  check(lambda m: m.correlate(a, v, mode="full", preferred_element_type=np.float32))
-  check(lambda m: m.convolve(a.astype(np.float32), v.astype(np.float32), precision="highest"))
-  check(lambda m: m.convolve(weak(m, [1.0, 2.0], np.float32), weak(m, [1.0, 2.0, 3.0], np.float32)))
-  check(lambda m: m.correlate(weak(m, [1, 2], np.int32), weak(m, [1, 2, 3], np.int32)))
+  check_jnp(lambda m: m.convolve(a, v, preferred_element_type=np.int32))
+  check_jnp(lambda m: m.correlate(a, v, mode="full", preferred_element_type=np.float32))
+  check_jnp(lambda m: m.convolve(a.astype(np.float32), v.astype(np.float32), precision="highest"))
+  check_jnp(lambda m: m.convolve(weak(m, [1.0, 2.0], np.float32), weak(m, [1.0, 2.0, 3.0], np.float32)))
+  check_jnp(lambda m: m.correlate(weak(m, [1, 2], np.int32), weak(m, [1, 2, 3], np.int32)))
 
 
 @pytest.mark.parametrize("case", [
@@ -351,4 +351,4 @@ def test_convolve_options():
     lambda m: m.convolve([1.0, 2.0], np.ones(3)),
 ])
 def test_convolve_errors(case):
-  check(case)
+  check_jnp(case)

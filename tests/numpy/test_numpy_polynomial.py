@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pyjax
 import pyjax.numpy as pjnp
-from numpy_testutil import check_both
+from jax_compare import check_both
 
 SETTINGS = settings(max_examples=25, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

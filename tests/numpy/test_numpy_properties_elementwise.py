@@ -4,6 +4,8 @@ functions with broadcasting, mixed-dtype promotion (x64 on and off) and Python s
 (weak types, overflowing ints), integer division/shift edge cases, comparisons and logical
 ops; grads of the differentiable ones."""
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -14,11 +16,7 @@ from hypothesis_strategies import check, check_grad, prop, x64_mode
 jax = pytest.importorskip("jax")
 
 
-def draw_array(data, dtypes=hs.ALL, shape=None, label="x", **kw):
-  name = data.draw(st.sampled_from(dtypes), label=label + ".dtype")
-  if shape is None:
-    shape = data.draw(hs.shapes(max_dims=2), label=label + ".shape")
-  return data.draw(hs.arrays(name, shape, **kw), label=label)
+draw_array = functools.partial(hs.draw_array, max_dims=2)
 
 
 def _rtol(x, factor=1.0):

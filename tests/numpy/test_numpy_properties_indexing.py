@@ -12,16 +12,9 @@ import pytest
 from hypothesis import strategies as st
 
 import hypothesis_strategies as hs
-from hypothesis_strategies import check, check_grad, prop, x64_mode
+from hypothesis_strategies import check, check_grad, draw_array, prop, x64_mode
 
 jax = pytest.importorskip("jax")
-
-
-def draw_array(data, dtypes=hs.ALL, shape=None, label="x", **kw):
-  name = data.draw(st.sampled_from(dtypes), label=label + ".dtype")
-  if shape is None:
-    shape = data.draw(hs.shapes(max_dims=3), label=label + ".shape")
-  return data.draw(hs.arrays(name, shape, **kw), label=label)
 
 
 @st.composite

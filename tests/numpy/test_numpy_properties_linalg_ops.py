@@ -21,12 +21,8 @@ def draw_array(data, shape, dtypes=_DTYPES, label="x", **kw):
   select, so inf*False is 0; a real operand promoted to complex multiplies without the
   0*inf cross term), which NumPy-style IEEE arithmetic does not reproduce.  Non-finite
   values are covered by test_products_nonfinite with one float dtype."""
-  name = data.draw(st.sampled_from(dtypes), label=label + ".dtype")
-  kw.setdefault("min_value", -4)
-  kw.setdefault("max_value", 4)
-  kw.setdefault("allow_nan", False)
-  kw.setdefault("allow_inf", False)
-  return data.draw(hs.arrays(name, shape, **kw), label=label)
+  kw = {"min_value": -4, "max_value": 4, "allow_nan": False, "allow_inf": False, **kw}
+  return hs.draw_array(data, dtypes, shape, label, **kw)
 
 
 def _rtol(*xs):

@@ -9,16 +9,9 @@ import pytest
 from hypothesis import strategies as st
 
 import hypothesis_strategies as hs
-from hypothesis_strategies import check, check_grad, prop, x64_mode
+from hypothesis_strategies import check, check_grad, draw_array, prop, x64_mode
 
 jax = pytest.importorskip("jax")
-
-
-def draw_array(data, dtypes=hs.ALL, shape=None, **kw):
-  name = data.draw(st.sampled_from(dtypes), label="dtype")
-  if shape is None:
-    shape = data.draw(hs.shapes(), label="shape")
-  return data.draw(hs.arrays(name, shape, **kw), label="x")
 
 
 def _reshape_targets(shape):

@@ -3,6 +3,8 @@ JAX: sort/argsort (stable and not, descending, None/negative axes), partition/
 argpartition, lexsort, sort_complex and searchsorted (both sides, every method, sorter) --
 on every dtype with NaN/inf/-0.0 and many ties, 0- and 1-sized dimensions, x64 on and off;
 grads of sort."""
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -13,14 +15,8 @@ from hypothesis_strategies import check, check_grad, prop, x64_mode
 jax = pytest.importorskip("jax")
 
 
-def draw_array(data, dtypes=hs.ALL, shape=None, label="x", **kw):
-  name = data.draw(st.sampled_from(dtypes), label=label + ".dtype")
-  if shape is None:
-    shape = data.draw(hs.shapes(max_dims=3), label=label + ".shape")
-  # small value ranges make ties (the interesting case for stability) common
-  kw.setdefault("min_value", -3)
-  kw.setdefault("max_value", 3)
-  return data.draw(hs.arrays(name, shape, **kw), label=label)
+# small value ranges make ties (the interesting case for stability) common
+draw_array = functools.partial(hs.draw_array, min_value=-3, max_value=3)
 
 
 @prop(n=20, slow=400, data=st.data(), x64=st.booleans())

@@ -7,8 +7,8 @@ some tests compare values with NumPy only, so the file is useful without JAX too
 import numpy as np
 import pytest
 
-from jnp_harness import (bf16, f16, f32, i8, u8, i32, b_, c64, ALL, weak, arr, check, fast,
-                         pjnp)
+from jax_compare import (bf16, f16, f32, i8, u8, i32, b_, c64, ALL, weak, arr, check_jnp,
+                         fast, pjnp)
 
 
 SPECIALS = np.array([np.nan, 1.0, -np.inf, -0.0, 0.0, np.inf, -np.nan, 2.0, 1.0, -3.5],
@@ -20,19 +20,19 @@ SPECIALS = np.array([np.nan, 1.0, -np.inf, -0.0, 0.0, np.inf, -np.nan, 2.0, 1.0,
 @pytest.mark.parametrize("axis", [-1, 0, None])
 def test_sort_argsort_dtypes(dtype, axis):
   x = arr((3, 5), dtype, nan=True)
-  check(lambda m: m.sort(x, axis=axis))
-  check(lambda m: m.argsort(x, axis=axis))
-  check(lambda m: m.sort(x, axis=axis, descending=True))
-  check(lambda m: m.argsort(x, axis=axis, descending=True))
+  check_jnp(lambda m: m.sort(x, axis=axis))
+  check_jnp(lambda m: m.argsort(x, axis=axis))
+  check_jnp(lambda m: m.sort(x, axis=axis, descending=True))
+  check_jnp(lambda m: m.argsort(x, axis=axis, descending=True))
 
 
 @pytest.mark.parametrize("stable", [True, False])
 @pytest.mark.parametrize("descending", [True, False])
 def test_sort_ties_and_specials(stable, descending):
   ties = np.array([1, 2, 1, 2, 1, 0, 2], np.int32)
-  check(lambda m: m.argsort(ties, stable=stable, descending=descending), values=stable)
-  check(lambda m: m.sort(SPECIALS, stable=stable, descending=descending))
-  check(lambda m: m.argsort(SPECIALS, stable=True, descending=descending))
+  check_jnp(lambda m: m.argsort(ties, stable=stable, descending=descending), values=stable)
+  check_jnp(lambda m: m.sort(SPECIALS, stable=stable, descending=descending))
+  check_jnp(lambda m: m.argsort(SPECIALS, stable=True, descending=descending))
   if stable:
     ref = np.argsort(-ties if descending else ties, kind="stable")
     if not descending:
@@ -43,15 +43,15 @@ def test_sort_ties_and_specials(stable, descending):
                                         ((2, 3, 4), 1), ((2, 3, 4), -3), ((), None)])
 def test_sort_shapes(shape, axis):
   x = arr(shape, f32)
-  check(lambda m: m.sort(x, axis=axis))
-  check(lambda m: m.argsort(x, axis=axis))
+  check_jnp(lambda m: m.sort(x, axis=axis))
+  check_jnp(lambda m: m.argsort(x, axis=axis))
 
 
 def test_sort_weak_and_options():
-  check(lambda m: m.sort(weak(m, [3.0, 1.0, 2.0], np.float32)))
-  check(lambda m: m.argsort(weak(m, [3, 1, 2], np.int32)))
-  check(lambda m: m.argsort(np.array([3, 1, 2]), dtype=np.int16))
-  check(lambda m: m.argsort(np.array([3, 1, 2]), dtype=np.uint8))
+  check_jnp(lambda m: m.sort(weak(m, [3.0, 1.0, 2.0], np.float32)))
+  check_jnp(lambda m: m.argsort(weak(m, [3, 1, 2], np.int32)))
+  check_jnp(lambda m: m.argsort(np.array([3, 1, 2]), dtype=np.int16))
+  check_jnp(lambda m: m.argsort(np.array([3, 1, 2]), dtype=np.uint8))
 
 
 @pytest.mark.parametrize("case", [
@@ -66,7 +66,7 @@ def test_sort_weak_and_options():
     lambda m: m.argsort((1, 2)),
 ])
 def test_sort_errors(case):
-  check(case)
+  check_jnp(case)
 
 
 def test_sort_numpy_values():
@@ -88,10 +88,10 @@ def test_sort_numpy_values():
 @pytest.mark.parametrize("kth", [0, 2, -1, -3])
 def test_partition(dtype, kth):
   x = arr((3, 6), dtype, seed=2)
-  check(lambda m: m.partition(x, kth))
-  check(lambda m: m.argpartition(x, kth))
-  check(lambda m: m.partition(x, kth % 3, axis=0))
-  check(lambda m: m.argpartition(x, kth % 3, axis=0))
+  check_jnp(lambda m: m.partition(x, kth))
+  check_jnp(lambda m: m.argpartition(x, kth))
+  check_jnp(lambda m: m.partition(x, kth % 3, axis=0))
+  check_jnp(lambda m: m.argpartition(x, kth % 3, axis=0))
   # NumPy's partition contract
   out = np.asarray(pjnp.partition(x, kth)).astype(np.float64)
   k = kth % 6
@@ -105,15 +105,15 @@ def test_partition(dtype, kth):
 
 
 def test_partition_specials():
-  check(lambda m: m.partition(np.array([5, 1, 4, 2, 3, 0]), 2))
-  check(lambda m: m.argpartition(np.array([5, 1, 4, 1, 1, 0, 5]), 3))
-  check(lambda m: m.partition(np.array([5, 255, 0, 2, 3, 0], np.uint8), 2))
-  check(lambda m: m.argpartition(np.array([5, 255, 0, 2, 3, 0], np.uint8), 4))
-  check(lambda m: m.partition(arr((2, 3, 4), f32), 1, axis=1))
-  check(lambda m: m.argpartition(arr((2, 3, 4), f32), 1, axis=1))
-  check(lambda m: m.partition(weak(m, [3.0, 1.0, 2.0], np.float32), 1))
-  check(lambda m: m.partition(np.ones((4, 1), np.float32), 0))
-  check(lambda m: m.argpartition(np.ones((4, 1), np.float32), 0))
+  check_jnp(lambda m: m.partition(np.array([5, 1, 4, 2, 3, 0]), 2))
+  check_jnp(lambda m: m.argpartition(np.array([5, 1, 4, 1, 1, 0, 5]), 3))
+  check_jnp(lambda m: m.partition(np.array([5, 255, 0, 2, 3, 0], np.uint8), 2))
+  check_jnp(lambda m: m.argpartition(np.array([5, 255, 0, 2, 3, 0], np.uint8), 4))
+  check_jnp(lambda m: m.partition(arr((2, 3, 4), f32), 1, axis=1))
+  check_jnp(lambda m: m.argpartition(arr((2, 3, 4), f32), 1, axis=1))
+  check_jnp(lambda m: m.partition(weak(m, [3.0, 1.0, 2.0], np.float32), 1))
+  check_jnp(lambda m: m.partition(np.ones((4, 1), np.float32), 0))
+  check_jnp(lambda m: m.argpartition(np.ones((4, 1), np.float32), 0))
 
 
 @pytest.mark.parametrize("case", [
@@ -127,20 +127,20 @@ def test_partition_specials():
     lambda m: m.partition([1, 2], 0),
 ])
 def test_partition_errors(case):
-  check(case)
+  check_jnp(case)
 
 
 # --- sort_complex, lexsort ----------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [f32, i32, f16, c64, b_])
 def test_sort_complex(dtype):
   x = arr((2, 4), dtype)
-  check(lambda m: m.sort_complex(x))
-  check(lambda m: m.sort_complex(x[0]))
+  check_jnp(lambda m: m.sort_complex(x))
+  check_jnp(lambda m: m.sort_complex(x[0]))
 
 
 def test_sort_complex_values():
   x = np.array([1 + 2j, 1 + 1j, 0 + 5j, np.nan, -1 - 1j], np.complex64)
-  check(lambda m: m.sort_complex(x))
+  check_jnp(lambda m: m.sort_complex(x))
   np.testing.assert_array_equal(np.asarray(pjnp.sort_complex(x)), np.sort_complex(x))
 
 
@@ -152,20 +152,20 @@ def test_sort_complex_values():
      np.array([1, 1, 1], np.uint8)],
 ])
 def test_lexsort(keys):
-  check(lambda m: m.lexsort(keys))
-  check(lambda m: m.lexsort(tuple(keys)))
+  check_jnp(lambda m: m.lexsort(keys))
+  check_jnp(lambda m: m.lexsort(tuple(keys)))
   np.testing.assert_array_equal(np.asarray(pjnp.lexsort(keys)), np.lexsort(keys))
 
 
 def test_lexsort_cases():
   k2 = arr((2, 3, 4), i32)
-  check(lambda m: m.lexsort(k2))
-  check(lambda m: m.lexsort(k2, axis=0))
-  check(lambda m: m.lexsort([np.int32(1)]))
-  check(lambda m: m.lexsort([np.ones((0,), np.float32)]))
-  check(lambda m: m.lexsort([]))
-  check(lambda m: m.lexsort([np.array([1, 1, 0]), np.array([2, 1])]))
-  check(lambda m: m.lexsort([np.ones(3)], axis=1))
+  check_jnp(lambda m: m.lexsort(k2))
+  check_jnp(lambda m: m.lexsort(k2, axis=0))
+  check_jnp(lambda m: m.lexsort([np.int32(1)]))
+  check_jnp(lambda m: m.lexsort([np.ones((0,), np.float32)]))
+  check_jnp(lambda m: m.lexsort([]))
+  check_jnp(lambda m: m.lexsort([np.array([1, 1, 0]), np.array([2, 1])]))
+  check_jnp(lambda m: m.lexsort([np.ones(3)], axis=1))
 
 
 # --- searchsorted -----------------------------------------------------------------------
@@ -178,8 +178,8 @@ def test_searchsorted(method, side, dtype):
   if dtype == b_:
     a = np.sort(np.array([False, False, True, True]))
   v = arr((2, 5), dtype, seed=2)
-  check(lambda m: m.searchsorted(a, v, side=side, method=method))
-  check(lambda m: m.searchsorted(a, v[0, 0], side=side, method=method))
+  check_jnp(lambda m: m.searchsorted(a, v, side=side, method=method))
+  check_jnp(lambda m: m.searchsorted(a, v[0, 0], side=side, method=method))
   ref = np.searchsorted(a, v, side=side)
   if dtype != c64:
     np.testing.assert_array_equal(np.asarray(pjnp.searchsorted(a, v, side=side, method=method)), ref)
@@ -190,8 +190,8 @@ def test_searchsorted(method, side, dtype):
 def test_searchsorted_specials(side, method):
   a = np.sort(SPECIALS)  # NaNs last
   v = SPECIALS
-  check(lambda m: m.searchsorted(a, v, side=side, method=method))
-  check(lambda m: m.searchsorted(np.array([-0.0, 0.0, 0.0], np.float32),
+  check_jnp(lambda m: m.searchsorted(a, v, side=side, method=method))
+  check_jnp(lambda m: m.searchsorted(np.array([-0.0, 0.0, 0.0], np.float32),
                                  np.array([0.0, -0.0], np.float32), side=side, method=method))
   for n in (1, 2, 3, 4, 7, 8, 16, 17):
     a = np.arange(n, dtype=np.float32) * 2
@@ -208,15 +208,15 @@ def test_searchsorted_specials(side, method):
 
 def test_searchsorted_cases():
   a = np.array([1, 2, 2, 3])
-  check(lambda m: m.searchsorted(a, np.array([0, 2, 5, 2.5])))
-  check(lambda m: m.searchsorted(a, 2))
-  check(lambda m: m.searchsorted(a, 2.5))
-  check(lambda m: m.searchsorted(np.array([], np.float32), np.array([1.0, 2.0])))
-  check(lambda m: m.searchsorted(np.array([3, 1, 2]), np.array([2, 0, 4]),
+  check_jnp(lambda m: m.searchsorted(a, np.array([0, 2, 5, 2.5])))
+  check_jnp(lambda m: m.searchsorted(a, 2))
+  check_jnp(lambda m: m.searchsorted(a, 2.5))
+  check_jnp(lambda m: m.searchsorted(np.array([], np.float32), np.array([1.0, 2.0])))
+  check_jnp(lambda m: m.searchsorted(np.array([3, 1, 2]), np.array([2, 0, 4]),
                                  sorter=np.array([1, 2, 0])))
-  check(lambda m: m.searchsorted(weak(m, [1.0, 2.0], np.float32), weak(m, [1.5], np.float32)))
-  check(lambda m: m.searchsorted(a.astype(np.int8), np.array([300])))
-  check(lambda m: m.searchsorted(a, np.ones((0, 3))))
+  check_jnp(lambda m: m.searchsorted(weak(m, [1.0, 2.0], np.float32), weak(m, [1.5], np.float32)))
+  check_jnp(lambda m: m.searchsorted(a.astype(np.int8), np.array([300])))
+  check_jnp(lambda m: m.searchsorted(a, np.ones((0, 3))))
   assert int(pjnp.asarray(np.array([1.0, 2.0, 3.0], np.float32)).searchsorted(2.5)) == 2
 
 
@@ -229,13 +229,13 @@ def test_searchsorted_cases():
     lambda m: m.searchsorted(np.array([1, 2]), [1]),
 ])
 def test_searchsorted_errors(case):
-  check(case)
+  check_jnp(case)
 
 
 def test_x64_index_dtypes(x64):
   x = arr((5,), f32)
-  check(lambda m: m.argsort(x))
-  check(lambda m: m.lexsort([x]))
-  check(lambda m: m.searchsorted(np.sort(x), x))
-  check(lambda m: m.argpartition(x, 2))
-  check(lambda m: m.sort_complex(x.astype(np.float64)))
+  check_jnp(lambda m: m.argsort(x))
+  check_jnp(lambda m: m.lexsort([x]))
+  check_jnp(lambda m: m.searchsorted(np.sort(x), x))
+  check_jnp(lambda m: m.argpartition(x, 2))
+  check_jnp(lambda m: m.sort_complex(x.astype(np.float64)))

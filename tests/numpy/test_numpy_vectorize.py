@@ -6,7 +6,7 @@ import pytest
 
 import pyjax
 import pyjax.numpy as pjnp
-from numpy_testutil import check_both
+from jax_compare import check_both
 
 a2 = np.random.default_rng(0).standard_normal((3, 5, 4)).astype(np.float32)
 ENV = dict(a2=a2)

@@ -484,3 +484,10 @@ def test_reversed_index_map_written_input_and_alias():
   o, b = check(_general_grid, _rand(8), _rand(8, seed=1))
   a = _rand(8, seed=1)
   np.testing.assert_array_equal(np.asarray(b), a + a)
+
+
+def test_compiled_grid_is_a_c_loop():
+  f = _ragged(*PY)
+  x = pjnp.asarray(_rand((8, 6)))
+  text = pyjax.jit(functools.partial(f, interpret=False)).lower(x).compile().as_text()
+  assert "native code (C)" in text and "for (int64_t t = 0; t < 4; t++)" in text

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pyjax
 import pyjax.scipy.linalg as pla
-from scipy_testutil import check
+from jax_compare import check
 
 sla = pytest.importorskip("scipy.linalg")
 

@@ -14,7 +14,7 @@ import pyjax.scipy.optimize as popt
 import pyjax.scipy.signal as psig
 from pyjax.scipy.cluster.vq import vq as pvq
 from pyjax.scipy.interpolate import RegularGridInterpolator as PRGI
-from scipy_testutil import bf16, check, rand
+from jax_compare import bf16, check, rand
 
 scipy = pytest.importorskip("scipy")
 import scipy.fft as sfft  # noqa: E402

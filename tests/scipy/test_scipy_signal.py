@@ -8,8 +8,8 @@ import pytest
 
 import pyjax.scipy.signal as psig
 
-from jnp_harness import (bf16, f16, f32, i8, u8, i32, b_, c64, weak, arr, fast, check as
-                         _check, pjnp)
+from jax_compare import (bf16, f16, f32, i8, u8, i32, b_, c64, weak, arr, fast,
+                         check_jnp as _check, pjnp)
 
 
 class _Mods:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pyjax
 import pyjax.scipy.special as ps
-from scipy_testutil import bf16, check, rand
+from jax_compare import bf16, check, rand
 
 sp = pytest.importorskip("scipy.special")
 

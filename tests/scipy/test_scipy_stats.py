@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pyjax
 import pyjax.scipy.stats as pst
-from scipy_testutil import check, rand
+from jax_compare import check, rand
 
 sst = pytest.importorskip("scipy.stats")
 
