@@ -8,7 +8,8 @@ A BCOO operand is ``data[*batch, nse, *dense]`` and ``indices[*batch, nse, n_spa
 (batch dimensions of size 1 broadcast).  The kernels first *flatten the batch*: each
 stored entry becomes one row of ``coords[N, n_batch + n_sparse]`` (its batch position
 followed by its sparse index) and one slab ``vals[N, *dense]``, so that every kernel is a
-plain COO kernel.  Entries with an index out of bounds (JAX's padding) are dropped.
+plain COO kernel.  A negative index counts once from the end (JAX indexes with jnp's
+rules); entries still out of bounds (JAX's padding) are dropped.
 Sums of entries that land on the same output position use ``np.bincount`` (1-D real) or
 ``np.add.at``; sparse-times-dense products without dense or batch dimensions use
 SciPy's COO (one right-hand side) or CSR (several) kernels.
@@ -39,6 +40,9 @@ def _flatten(data, indices, shape):
   indices = np.broadcast_to(indices, bshape + (nse, n_sparse))
   n = math.prod(bshape) * nse
   idx = indices.reshape(n, n_sparse)
+  if idx.dtype.kind == "i" and idx.size and idx.min() < 0:
+    # JAX indexes with jnp semantics: a negative index counts once from the end
+    idx = np.where(idx < 0, idx + np.asarray(shape[n_batch:n_batch + n_sparse], idx.dtype), idx)
   if n_batch:
     grid = np.indices(bshape + (nse,)).reshape(n_batch + 1, n)[:n_batch].T
     coords = np.concatenate([grid.astype(np.int64), idx.astype(np.int64)], axis=1)
@@ -276,10 +280,12 @@ def _csr_product(coords, vals, lhs_shape, lc, rc, rhs, out_dtype):
   cols = _linear(coords[:, list(lc)], cshape)
   rfree = [d for d in range(rhs.ndim) if d not in rc]
   r = np.transpose(rhs, list(rc) + rfree).reshape(math.prod(cshape), -1).astype(out_dtype)
+  # SciPy's COO kernels add the stored elements into their rows in storage order (no
+  # conversion to CSR, which would re-sort rows and pre-sum duplicates): the compiled
+  # tier's C kernel (compiler/kernels/sparse.py) sums in that order too, so both give the
+  # same bits
   a = _sp.coo_matrix((vals.astype(out_dtype, copy=False), (rows, cols)),
                      shape=(math.prod(fshape), math.prod(cshape)))
-  if r.shape[1] > 1:   # CSR for many right-hand sides (the conversion pays for itself)
-    a = a.tocsr()
   out = np.asarray(a @ r)
   return out.reshape(tuple(fshape) + tuple(rhs.shape[d] for d in rfree))
 
@@ -389,6 +395,12 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
   ga, gb = ga.astype(out_dtype, copy=False), gb.astype(out_dtype, copy=False)
   if not (la or lb_ or dense_letters):   # an outer product sampled: one multiply
     out = ga * gb
+  elif len(la) == 1 and la == lb_ and not dense_letters:
+    # one contracted dimension: summed from zero in ascending order, as the compiled
+    # tier's C kernel does (same bits)
+    out = np.zeros(ga.shape[0], out_dtype)
+    for j in range(ga.shape[1]):
+      out += ga[:, j] * gb[:, j]
   else:
     out = np.einsum(f"z{''.join(la)},z{''.join(lb_)}->z{''.join(dense_letters)}", ga, gb)
   if valid is not None:

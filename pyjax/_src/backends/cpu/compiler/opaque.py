@@ -21,7 +21,8 @@ cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py
 (dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``window_c.py``
 (reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add), ``gemm_c.py``
 (dot_general on integer, bool and half-precision operands; float32/float64 dots call BLAS),
-``linalg_c.py`` (small real lu, triangular_solve, lu_pivots_to_permutation via SciPy's LAPACK).
+``linalg_c.py`` (small real lu, triangular_solve, lu_pivots_to_permutation via SciPy's LAPACK),
+``kernels/sparse.py`` (sparse x dense products and the sampled dense-dense product).
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ _MODULES = ["pyjax._src.backends.cpu.compiler.conv",
             "pyjax._src.backends.cpu.compiler.slicing_c",
             "pyjax._src.backends.cpu.compiler.window_c",
             "pyjax._src.backends.cpu.compiler.gemm_c",
-            "pyjax._src.backends.cpu.compiler.linalg_c"]
+            "pyjax._src.backends.cpu.compiler.linalg_c",
+            "pyjax._src.backends.cpu.compiler.kernels.sparse"]
 _loaded = False
 
 

@@ -71,8 +71,8 @@ atan                          ew         scalar libm float round inexact expensi
 atan2                         ew         scalar float round inexact expensive
 atanh                         ew         scalar libm float round inexact expensive
 axis_index                    host
-bcoo_dot_general              host
-bcoo_dot_general_sampled      host
+bcoo_dot_general              kernel
+bcoo_dot_general_sampled      kernel
 bcoo_extract                  host
 bcoo_fromdense                host
 bcoo_sort_indices             host
@@ -100,8 +100,8 @@ conj                          host       scalar
 conv_general_dilated          kernel
 convert_element_type          ew         scalar
 coo_fromdense                 host
-coo_matmat                    host
-coo_matvec                    host
+coo_matmat                    kernel
+coo_matvec                    kernel
 coo_todense                   host
 copy                          identity
 copy_p                        identity   internal
@@ -110,8 +110,8 @@ cos                           ew         scalar libm float round inexact expensi
 cosh                          ew         scalar libm float round inexact expensive
 create_token                  host
 csr_fromdense                 host
-csr_matmat                    host
-csr_matvec                    host
+csr_matmat                    kernel
+csr_matvec                    kernel
 csr_todense                   host
 cumlogsumexp                  kernel
 cummax                        kernel

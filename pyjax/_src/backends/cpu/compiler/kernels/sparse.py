@@ -1,0 +1,284 @@
+"""Native kernels for the sparse products inside ``jit``: sparse x dense vector and matrix
+(``bcoo_dot_general`` on an unbatched 2-D BCOO without dense dimensions, ``coo_matvec``,
+``coo_matmat``, ``csr_matvec``, ``csr_matmat``) and the sampled dense-dense product
+(``bcoo_dot_general_sampled`` on 2-D indices).  float32/float64; other layouts and dtypes
+stay host (NumPy) steps.
+
+Same bits as the NumPy tier (``eager/sparse*.py``): a product adds the stored elements
+into their output row *in storage order*, ``y[row, :] += data[n] * b[col, :]`` in the output
+dtype (SciPy's COO kernels do exactly that), so the kernel buckets the elements by output
+row with a stable counting sort (O(nse + rows) scratch) and then runs the rows in parallel,
+each in storage order; a sampled element is ``sum_k a[row, k] * b[k, col]`` summed in
+ascending ``k`` from zero (the NumPy tier loops over ``k`` the same way).  Builds use
+``-ffp-contract=off``, so no fused multiply-add changes a rounding.
+
+Index safety without bounds checks in the loops: every index is normalized once, up front,
+by the primitive's JAX semantics -- BCOO counts a negative index once from the end and
+drops an element with an index still out of range; the
+COO/CSR primitives read the dense operand at a negative-wrapped, clamped index and drop an
+element whose (negative-wrapped) output row is out of range; CSR rows come from ``indptr``
+by JAX's rule (running count of ``indptr`` hits, minus one).  No kernel reads or writes
+outside its buffers whatever the indices hold.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pyjax._src.backends.cpu.compiler import lower_c, opaque
+from pyjax._src.backends.cpu.compiler.ir import Value
+
+_F = (np.dtype(np.float32), np.dtype(np.float64))
+_IDX = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                   np.uint16, np.uint32))
+_PARALLEL_MIN = 1 << 15      # work (multiply-adds) below which one thread runs the product
+
+_HELPERS = r"""
+#ifndef PJ_SPARSE_HELPERS
+#define PJ_SPARSE_HELPERS
+static inline int64_t pj_sp_wrap_drop(int64_t i, int64_t n) {
+  if (i < 0) i += n;
+  return (i >= 0 && i < n) ? i : -1;
+}
+static inline int64_t pj_sp_wrap_clamp(int64_t i, int64_t n) {
+  if (i < 0) i += n;
+  return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+#endif
+"""
+
+
+def _buffers(node, n):
+  return (len(node.ins) == n and len(node.outs) == 1 and not node.effects
+          and all(type(v) is Value for v in node.ins))
+
+
+# --- sparse x dense ---------------------------------------------------------------------------
+def _product_geometry(node):
+  """(mode, out_n, in_n, K, nse, index dtype, transpose / contracting column) or None."""
+  p = node.params
+  out = node.outs[0]
+  if node.prim == "bcoo_dot_general":
+    if not _buffers(node, 3):
+      return None
+    data, idx, rhs = node.ins
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    shape = tuple(p["lhs_spinfo"].shape)
+    if (lb or rb or len(shape) != 2 or idx.ndim != 2 or idx.shape[1] != 2 or data.ndim != 1
+        or tuple(lc) not in ((0,), (1,)) or tuple(rc) != (0,) or rhs.ndim not in (1, 2)):
+      return None
+    c = lc[0]
+    return ("bcoo", shape[1 - c], shape[c], rhs.size // max(rhs.shape[0], 1), idx.shape[0],
+            idx.dtype, c)
+  if not _buffers(node, 4):
+    return None
+  data, i1, i2, b = node.ins
+  shape = tuple(p["spinfo"].shape if node.prim.startswith("coo") else p["shape"])
+  t = bool(p["transpose"])
+  if len(shape) != 2 or data.ndim != 1 or b.ndim not in (1, 2) or i1.dtype != i2.dtype:
+    return None
+  mode = "coo" if node.prim.startswith("coo") else "csr"
+  out_n, in_n = (shape[1], shape[0]) if t else shape
+  return (mode, out_n, in_n, b.size // max(b.shape[0], 1), data.shape[0], i1.dtype, t)
+
+
+def _product_supported(node):
+  g = _product_geometry(node)
+  if g is None:
+    return False
+  mode, out_n, in_n, K, nse, idt, _ = g
+  dt = node.outs[0].dtype
+  if dt not in _F or any(v.dtype != dt for v in (node.ins[0], node.ins[-1])):
+    return False
+  if node.prim == "bcoo_dot_general" and node.params.get("preferred_element_type") not in (
+      None, dt):
+    return False
+  return idt in _IDX and out_n > 0 and in_n > 0 and K > 0 and nse > 0
+
+
+def _product_work(node):
+  g = _product_geometry(node)
+  return g[3] * g[4] + g[1]
+
+
+def _prologue(mode, g, it):
+  """C filling ``orow[n]`` (output row, -1 when dropped) and ``icol[n]`` (dense row read)."""
+  _, out_n, in_n, _, nse, _, extra = g
+  if mode == "bcoo":
+    o, i = (1, 0) if extra == 0 else (0, 1)
+    return [f"  for (int64_t n = 0; n < {nse}; n++) {{",
+            f"    int64_t so = (int64_t)I1[2 * n + {o}], si = (int64_t)I1[2 * n + {i}];",
+            f"    if (so < 0) so += {out_n};",
+            f"    if (si < 0) si += {in_n};",
+            "    const uint64_t ro = (uint64_t)so, ci = (uint64_t)si;",
+            f"    const int ok = ro < (uint64_t){out_n} && ci < (uint64_t){in_n};",
+            "    orow[n] = ok ? (int64_t)ro : -1; icol[n] = ok ? (int64_t)ci : 0;",
+            "  }"]
+  if mode == "coo":
+    o, i = ("I2", "I1") if extra else ("I1", "I2")
+    return [f"  for (int64_t n = 0; n < {nse}; n++) {{",
+            f"    orow[n] = pj_sp_wrap_drop((int64_t){o}[n], {out_n});",
+            f"    icol[n] = pj_sp_wrap_clamp((int64_t){i}[n], {in_n});",
+            "  }"]
+  # csr: rows from indptr (I2, n_rows + 1 entries) by JAX's rule, into orow or icol
+  n_ptr = (in_n if extra else out_n) + 1
+  rows, cols = ("icol", "orow") if extra else ("orow", "icol")
+  return [f"  memset({rows}, 0, sizeof(int64_t) * {nse});",
+          f"  for (int64_t j = 0; j < {n_ptr}; j++) {{",
+          f"    int64_t v = (int64_t)I2[j]; if (v < 0) v += {nse};",
+          f"    if (v >= 0 && v < {nse}) {rows}[v]++;",
+          "  }",
+          f"  {{ int64_t s = 0; for (int64_t n = 0; n < {nse}; n++) {{ s += {rows}[n]; "
+          f"{rows}[n] = s - 1; }} }}",
+          f"  for (int64_t n = 0; n < {nse}; n++) {{",
+          f"    {cols}[n] = (int64_t)I1[n];",
+          f"    orow[n] = pj_sp_wrap_drop(orow[n], {out_n});",
+          f"    icol[n] = pj_sp_wrap_clamp(icol[n], {in_n});",
+          "  }"]
+
+
+def _product_source(node, name):
+  g = _product_geometry(node)
+  mode, out_n, in_n, K, nse, idt, _ = g
+  t = lower_c.storage_type(node.outs[0].dtype)
+  it = lower_c.storage_type(idt)
+  parallel = K * nse >= _PARALLEL_MIN and out_n > 1
+  C = [f"/* native sparse product: {node.prim} ({mode}, {out_n}x{in_n}, K={K}, nse={nse}) */",
+       _HELPERS,
+       f"typedef struct {{ const {t} *D; const {t} *B; {t} *Y; const int64_t *start; "
+       f"const int64_t *ord; const int64_t *icol; }} {name}_ctx;",
+       f"static void {name}_rows(void *vc, int64_t lo, int64_t hi) {{",
+       f"  const {name}_ctx *c = (const {name}_ctx *)vc;",
+       "  for (int64_t r = lo; r < hi; r++) {",
+       f"    {t} *restrict y = c->Y + r * {K};",
+       "    for (int64_t j = c->start[r]; j < c->start[r + 1]; j++) {",
+       "      const int64_t n = c->ord[j];",
+       f"      const {t} d = c->D[n]; const {t} *restrict b = c->B + c->icol[n] * {K};",
+       f"      for (int64_t k = 0; k < {K}; k++) y[k] += d * b[k];",
+       "    }",
+       "  }",
+       "}",
+       f"static void {name}(void *const *P) {{",
+       f"  const {t} *D = (const {t} *)P[0];",
+       f"  const {it} *I1 = (const {it} *)P[1];"]
+  if mode != "bcoo":
+    C.append(f"  const {it} *I2 = (const {it} *)P[2];")
+  nb = 2 if mode == "bcoo" else 3
+  C += [f"  const {t} *B = (const {t} *)P[{nb}];",
+        f"  {t} *Y = ({t} *)P[{nb + 1}];",
+        f"  memset(Y, 0, sizeof({t}) * {out_n * K});",
+        f"  int64_t *orow = (int64_t *)malloc(sizeof(int64_t) * {nse});",
+        f"  int64_t *icol = (int64_t *)malloc(sizeof(int64_t) * {nse});",
+        "  if (!orow || !icol) { free(orow); free(icol); return; }"]
+  C += _prologue(mode, g, it)
+  seq = [f"    for (int64_t n = 0; n < {nse}; n++) {{",
+         "      if (orow[n] < 0) continue;",
+         f"      {t} *restrict y = Y + orow[n] * {K}; const {t} d = D[n];",
+         f"      const {t} *restrict b = B + icol[n] * {K};",
+         f"      for (int64_t k = 0; k < {K}; k++) y[k] += d * b[k];",
+         "    }"]
+  if parallel:
+    C += [f"  int64_t *start = (int64_t *)calloc({out_n + 1}, sizeof(int64_t));",
+          f"  int64_t *ord = (int64_t *)malloc(sizeof(int64_t) * {nse});",
+          "  if (!pj_parallel_for || !start || !ord) {"]
+    C += seq
+    C += ["  } else {",
+          f"    for (int64_t n = 0; n < {nse}; n++) if (orow[n] >= 0) start[orow[n] + 1]++;",
+          f"    for (int64_t r = 0; r < {out_n}; r++) start[r + 1] += start[r];",
+          f"    int64_t *fill = (int64_t *)malloc(sizeof(int64_t) * {out_n});",
+          "    if (fill) {",
+          f"      memcpy(fill, start, sizeof(int64_t) * {out_n});",
+          f"      for (int64_t n = 0; n < {nse}; n++) if (orow[n] >= 0) ord[fill[orow[n]]++] = n;",
+          "      free(fill);",
+          f"      {name}_ctx c = {{D, B, Y, start, ord, icol}};",
+          f"      const int64_t per = {max(1, K * nse // out_n)};",
+          f"      pj_parallel_for({name}_rows, &c, {out_n}, per > 4096 ? 1 : 4096 / per);",
+          "    } else {"]
+    C += ["  " + s for s in seq]
+    C += ["    }",
+          "  }",
+          "  free(start); free(ord);"]
+  else:
+    C += ["  {"] + seq + ["  }"]
+  C += ["  free(orow); free(icol);", "}"]
+  return "\n".join(C) + "\n"
+
+
+# --- sampled dense-dense ----------------------------------------------------------------------
+def _sampled_geometry(node):
+  """(M, N, Kc, strides (a_row, a_k, b_col, b_k), nse) or None."""
+  if not _buffers(node, 3):
+    return None
+  a, b, idx = node.ins
+  (ca, cb), (ba, bb) = node.params["dimension_numbers"]
+  if ba or bb or idx.ndim != 2 or idx.shape[1] != 2 or a.ndim != b.ndim:
+    return None
+  if a.ndim == 1 and not ca and not cb:
+    return a.shape[0], b.shape[0], 0, (1, 0, 1, 0), idx.shape[0]
+  if a.ndim != 2 or len(ca) != 1 or len(cb) != 1:
+    return None
+  xa, xb = ca[0], cb[0]
+  fa, fb = 1 - xa, 1 - xb
+  sa = (a.shape[1], 1)
+  sb = (b.shape[1], 1)
+  return (a.shape[fa], b.shape[fb], a.shape[xa], (sa[fa], sa[xa], sb[fb], sb[xb]),
+          idx.shape[0])
+
+
+def _sampled_supported(node):
+  g = _sampled_geometry(node)
+  if g is None:
+    return False
+  a, b, idx = node.ins
+  dt = node.outs[0].dtype
+  return (dt in _F and a.dtype == dt and b.dtype == dt and idx.dtype in _IDX
+          and tuple(node.outs[0].shape) == (g[4],))
+
+
+def _sampled_work(node):
+  g = _sampled_geometry(node)
+  return g[4] * max(g[2], 1)
+
+
+def _sampled_source(node, name):
+  M, N, Kc, (sar, sak, sbc, sbk), nse = _sampled_geometry(node)
+  a, b, idx = node.ins
+  t = lower_c.storage_type(node.outs[0].dtype)
+  it = lower_c.storage_type(idx.dtype)
+  if Kc == 0:
+    body = "      y = A[r] * Bm[c];"
+  else:
+    body = (f"      y = 0; for (int64_t k = 0; k < {Kc}; k++) "
+            f"y += A[r * {sar} + k * {sak}] * Bm[c * {sbc} + k * {sbk}];")
+  C = [f"/* native sampled dense-dense product ({M}x{N}, K={Kc}, nse={nse}) */",
+       f"static void {name}_range(void *ctx, int64_t lo, int64_t hi) {{",
+       "  void *const *P = (void *const *)ctx;",
+       f"  const {t} *restrict A = (const {t} *)P[0];",
+       f"  const {t} *restrict Bm = (const {t} *)P[1];",
+       f"  const {it} *restrict I = (const {it} *)P[2];",
+       f"  {t} *restrict Y = ({t} *)P[3];",
+       "  for (int64_t n = lo; n < hi; n++) {",
+       "    int64_t sr = (int64_t)I[2 * n], sc = (int64_t)I[2 * n + 1];",
+       f"    if (sr < 0) sr += {M};",
+       f"    if (sc < 0) sc += {N};",
+       "    const uint64_t r = (uint64_t)sr, c = (uint64_t)sc;",
+       f"    {t} y = 0;",
+       f"    if (r < (uint64_t){M} && c < (uint64_t){N}) {{",
+       body,
+       "    }",
+       "    Y[n] = y;",
+       "  }",
+       "}",
+       f"static void {name}(void *const *P) {{"]
+  if nse * max(Kc, 1) >= _PARALLEL_MIN:
+    grain = max(1, 4096 // max(Kc, 1))
+    C += [f"  if (pj_parallel_for) pj_parallel_for({name}_range, (void *)P, {nse}, {grain});",
+          f"  else {name}_range((void *)P, 0, {nse});"]
+  else:
+    C.append(f"  {name}_range((void *)P, 0, {nse});")
+  C.append("}")
+  return "\n".join(C) + "\n"
+
+
+for _p in ("bcoo_dot_general", "coo_matvec", "coo_matmat", "csr_matvec", "csr_matmat"):
+  opaque.register(_p, _product_supported, _product_source, _product_work)
+opaque.register("bcoo_dot_general_sampled", _sampled_supported, _sampled_source, _sampled_work)
