@@ -11,6 +11,7 @@ import pyjax
 import pyjax.numpy as pjnp
 from pyjax import lax as plax
 from pyjax.experimental import pallas as ppl
+from pyjax._src.backends.cpu import executable
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
@@ -37,14 +38,17 @@ def _close(a, b, ulps):
 
 def check(make, *args, ulps=0):
   """``make(pl, jnp, lax, jax) -> f`` where ``f(*args, interpret=...)`` runs a kernel:
-  pyjax interpret == JAX interpret (bit for bit; within ``ulps`` for bodies with an
+  pyjax interpret (the NumPy tier) == JAX interpret (bit for bit; within ``ulps`` for bodies with an
   operation pyjax does not round as XLA does: XLA turns ``x / broadcast(s)`` into a
-  multiplication by ``1 / s``), and pyjax compiled == pyjax interpret, bit for bit."""
+  multiplication by ``1 / s``), and pyjax compiled (the grid program in C) == pyjax
+  interpret, bit for bit."""
   f_j = make(*JX)
   f_p = make(*PY)
   ref = f_j(*[jjnp.asarray(a) for a in args], interpret=True)
-  got = f_p(*[pjnp.asarray(a) for a in args], interpret=True)
-  comp = f_p(*[pjnp.asarray(a) for a in args], interpret=False)
+  with executable.compile_mode_override("off"):   # the NumPy tier
+    got = f_p(*[pjnp.asarray(a) for a in args], interpret=True)
+  with executable.compile_mode_override("sync"):  # the grid program compiled to C
+    comp = f_p(*[pjnp.asarray(a) for a in args], interpret=False)
   for r, g, c in zip(jax.tree_util.tree_leaves(ref), pyjax.tree_util.tree_leaves(got),
                      pyjax.tree_util.tree_leaves(comp)):
     if ulps:
@@ -489,5 +493,6 @@ def test_reversed_index_map_written_input_and_alias():
 def test_compiled_grid_is_a_c_loop():
   f = _ragged(*PY)
   x = pjnp.asarray(_rand((8, 6)))
-  text = pyjax.jit(functools.partial(f, interpret=False)).lower(x).compile().as_text()
+  with executable.compile_mode_override("sync"):
+    text = pyjax.jit(functools.partial(f, interpret=False)).lower(x).compile().as_text()
   assert "native code (C)" in text and "for (int64_t t = 0; t < 4; t++)" in text
