@@ -90,7 +90,7 @@ def moments_source(dtype, toolchain):
 def _layout(x, axes):
   """(R, C) when the variance of ``x`` over ``axes`` runs here, else None."""
   if (not _en.ENABLED or x.dtype not in _DTYPES or not axes or not x.flags.c_contiguous
-      or x.ctypes.data % x.itemsize or x.size <= _er._ORDERED_MAX_SIZE
+      or not x.flags.aligned or x.size <= _er._ORDERED_MAX_SIZE
       or x.size < _en.MIN_ELEMENTS):
     return None
   lay = _er.sum_layout(x.shape, sorted(axes))

@@ -158,17 +158,20 @@ def _layout(shape, bufs):
     n *= d
   fast = True
   for b in bufs:   # the common case: C-contiguous operands of the output's shape, or 0-d
-    if (b.shape != shape and b.ndim) or not b.flags.c_contiguous or b.ctypes.data % b.itemsize:
+    if (b.shape != shape and b.ndim) or not b.flags.c_contiguous or not b.flags.aligned:
       fast = False
       break
   if fast:
     k = len(bufs)
     return (1, n, bufs, [0] * k, [1 if b.ndim else 0 for b in bufs],
             "".join("c" if b.ndim else "b" for b in bufs))
+  rows = _row_broadcast(shape, bufs)
+  if rows is not None:
+    return rows
   for b in bufs:
     if b.ndim and b.ndim != len(shape):
       return None
-    if b.ctypes.data % b.itemsize:
+    if not b.flags.aligned:
       return None
   dims = []          # [(size, [stride per operand in elements])], outermost first
   for ax, size in enumerate(shape):
@@ -202,6 +205,48 @@ def _layout(shape, bufs):
     return None
   classes = "".join("c" if s == 1 else "b" if s == 0 else "g" for s in s1)
   return n0, n1, views, s0, s1, classes
+
+
+def _row_broadcast(shape, bufs):
+  """``_layout`` of the common broadcast (``(10000, 10) - (1, 10)``): C-contiguous operands
+  of the output's shape, 0-d, or of shape ``(1,) * k + shape[k:]`` with one ``k`` (a row
+  repeated down the ``n0 = prod(shape[:k])`` rows), found without the general merge (the
+  same result); None otherwise."""
+  k = 0
+  for b in bufs:
+    if not b.ndim or b.shape == shape:
+      continue
+    if b.ndim != len(shape) or not b.flags.c_contiguous or not b.flags.aligned:
+      return None
+    j = 0
+    bs = b.shape
+    while j < len(bs) and bs[j] == 1 and shape[j] != 1:
+      j += 1
+    if not j or (k and j != k) or bs[j:] != shape[j:] or 1 in bs[j:]:
+      return None
+    k = j
+  if not k:
+    return None
+  n0 = n1 = 1
+  for d in shape[:k]:
+    n0 *= d
+  for d in shape[k:]:
+    n1 *= d
+  if n1 < MIN_ROW:
+    return None
+  s0, s1, classes = [], [], ""
+  for b in bufs:
+    if not b.ndim:
+      s0.append(0)
+      s1.append(0)
+      classes += "b"
+    else:
+      if b.shape == shape and (not b.flags.c_contiguous or not b.flags.aligned):
+        return None
+      s0.append(n1 if b.shape == shape else 0)
+      s1.append(1)
+      classes += "c"
+  return n0, n1, bufs, s0, s1, classes
 
 
 # --- C kernels -----------------------------------------------------------------------------
@@ -425,7 +470,9 @@ def _tile_rows(fn, n0, n1, views, s0, s1, classes, out):
   if q < 2:
     return False
   keep, ptrs, t0 = [], [], []
-  for v, st, c in zip(views, s0, classes):
+  addr = [v.ctypes.data for v in views]   # (each .ctypes costs ~1 us)
+  oaddr = out.ctypes.data
+  for v, a, st, c in zip(views, addr, s0, classes):
     if st == 0 and c == "c":   # a repeated row: tile it
       if v.flags.c_contiguous and v.size >= n1:
         row = v.reshape(-1)[:n1]
@@ -437,14 +484,14 @@ def _tile_rows(fn, n0, n1, views, s0, s1, classes, out):
       ptrs.append(tiled.ctypes.data)
       t0.append(0)
     else:
-      ptrs.append(v.ctypes.data)
+      ptrs.append(a)
       t0.append(st * t)
-  fn(q, t * n1, _Px5(*ptrs, out.ctypes.data), _I64x4(*t0), _I64x4(*s1))
+  fn(q, t * n1, _Px5(*ptrs, oaddr), _I64x4(*t0), _I64x4(*s1))
   rest = n0 - q * t
   if rest:
     done = q * t
-    ptrs = [v.ctypes.data + done * st * v.itemsize for v, st in zip(views, s0)]
-    fn(rest, n1, _Px5(*ptrs, out.ctypes.data + done * n1 * out.itemsize), _I64x4(*s0),
+    ptrs = [a + done * st * v.itemsize for v, a, st in zip(views, addr, s0)]
+    fn(rest, n1, _Px5(*ptrs, oaddr + done * n1 * out.itemsize), _I64x4(*s0),
        _I64x4(*s1))
   return True
 
@@ -595,7 +642,7 @@ def _run_reduce(name, x, axes, out_aval):
   d = x.dtype
   n = x.size
   if (n < MIN_ELEMENTS or d not in _RED_DTYPES or out_aval.dtype != d or not axes
-      or not x.flags.c_contiguous or x.ctypes.data % x.itemsize):
+      or not x.flags.c_contiguous or not x.flags.aligned):
     return None
   lay = er.sum_layout(x.shape, sorted(axes))
   if lay is None:
@@ -717,7 +764,7 @@ def _run_threads(name, bufs, params, out_dtype, shape):
     x = bufs[0]
     fn = _direct_ufunc(name, impl, bufs, out_dtype)
     if (fn is not None and x.shape == shape and x.size >= 2 * ufunc_loops.GRAIN
-        and x.flags.c_contiguous and not x.ctypes.data % x.itemsize
+        and x.flags.c_contiguous and x.flags.aligned
         and _get_pool().n > 1):
       out = _empty(shape, out_dtype)
       if ufunc_loops.run(fn, x, out):
