@@ -5,14 +5,16 @@
    own, the others with ``ABORTED``), not wait for the deadline.
 2. The last process stalls (sleeps past the collective deadline) before a ``psum``: the
    others must raise ``DEADLINE_EXCEEDED`` within the deadline.
-Each process prints one line per step: ``STEP <n> <error class> <seconds> <message>``.
+Each process writes one line per step, ``STEP <n> <error class> <seconds> <message>``, to
+``<OUT>.<process index>`` (not to stdout, where the launcher may interleave the lines).
 """
+import sys
 import time
 
 import numpy as np
 
 
-def main():
+def main(out):
   import pyjax as jax
   jax.config.update("jax_num_cpu_devices", 2)
   jax.config.update("jax_collectives_timeout", 5.0)
@@ -34,6 +36,7 @@ def main():
   def body2(x):
     return lax.psum(x, "x")
 
+  lines = []
   for step, body in ((1, body1), (2, body2)):
     f = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"), check_vma=False)
     x = jax.make_array_from_callback((4 * jax.process_count(),), jax.NamedSharding(
@@ -42,8 +45,8 @@ def main():
     try:
       if step == 2 and pid == last:
         time.sleep(7.5)    # stalled past the others' deadline
-      out = f(x)
-      for s in out.addressable_shards:
+      y = f(x)
+      for s in y.addressable_shards:
         np.asarray(s.data)
       err = "none"
       msg = ""
@@ -51,8 +54,10 @@ def main():
       text = str(e).replace("\n", " ")
       err, msg = type(e).__name__, text[:200] + (
           " [cause: on purpose]" if "rank failure on purpose" in text else "")
-    print(f"STEP {step} {err} {time.monotonic() - t0:.2f} {msg}", flush=True)
+    lines.append(f"STEP {step} {err} {time.monotonic() - t0:.2f} {msg}\n")
+  with open(f"{out}.{pid}", "w") as f:
+    f.writelines(lines)
 
 
 if __name__ == "__main__":
-  main()
+  main(sys.argv[1])

@@ -102,9 +102,13 @@ def test_mpi_four_processes(tmp_path):
   _check(*_results(tmp_path, 4), 4)
 
 
-def test_mpi_failures_end_every_process():
-  r = _run(_mpiexec() + ["-n", "2", sys.executable, FAILURE], timeout=120)
-  lines = [ln.split(" ", 4) for ln in r.stdout.splitlines() if ln.startswith("STEP ")]
+def test_mpi_failures_end_every_process(tmp_path):
+  out = str(tmp_path / "steps")
+  r = _run(_mpiexec() + ["-n", "2", sys.executable, FAILURE, out], timeout=120)
+  lines = []
+  for p in range(2):
+    with open(f"{out}.{p}") as f:
+      lines += [ln.rstrip("\n").split(" ", 4) for ln in f if ln.startswith("STEP ")]
   steps = {}
   for _, step, err, secs, msg in lines:
     steps.setdefault(int(step), []).append((err, float(secs), msg))
@@ -115,9 +119,10 @@ def test_mpi_failures_end_every_process():
   assert errs == ["JaxRuntimeError", "RunAborted"], steps[1]
   assert all(t < 4 for _, t, _ in steps[1]), steps[1]
   assert all(msg.endswith("[cause: on purpose]") for _, _, msg in steps[1]), steps[1]
-  # 2: one process stalls: the other raises DEADLINE_EXCEEDED at the deadline; the late
-  # one finds the run aborted when it arrives
-  by_err = {e: (t, msg) for e, t, msg in steps[2]}
-  assert set(by_err) == {"JaxRuntimeError", "RunAborted"}, steps[2]
-  t, msg = by_err["JaxRuntimeError"]
-  assert msg.startswith("DEADLINE_EXCEEDED") and 4.9 < t < 7.4, steps[2]
+  # 2: one process stalls: the other raises at the deadline (DEADLINE_EXCEEDED, or
+  # ABORTED by the deadline its other device hit first); the late one finds the run
+  # aborted when it arrives
+  waiting, late = sorted(steps[2], key=lambda e: e[1])
+  assert 4.9 < waiting[1] < 7.4 and "deadline" in waiting[2].lower(), steps[2]
+  assert waiting[0] in ("JaxRuntimeError", "RunAborted"), steps[2]
+  assert late[0] == "RunAborted" and "deadline exceeded" in late[2], steps[2]

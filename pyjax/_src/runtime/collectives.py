@@ -207,11 +207,8 @@ class DeviceContext:
     others = tuple((n, self.coords[n]) for n in self.axis_names if n not in names)
     return (tuple(names), others), rank, size
 
-  def exchange(self, what, names, value):
-    """Every member's ``value`` (rank order) for the next collective over ``names``."""
+  def _next(self, what, names):
     gkey, rank, size = self.group(names)
-    if size == 1:
-      return [value], 0
     seq = self.counters.get(gkey, 0)
     self.counters[gkey] = seq + 1
     deadline = time.monotonic() + timeout_seconds()
@@ -219,12 +216,31 @@ class DeviceContext:
     def describe():
       return (f"collective {what} over mesh axes {tuple(names)} (call #{seq} of device "
               f"{self.device})")
+    return (self.run_id, gkey, seq), rank, size, deadline, describe
+
+  def exchange(self, what, names, value):
+    """Every member's ``value`` (rank order) for the next collective over ``names``."""
+    if self.group(names)[2] == 1:
+      return [value], 0
+    key, rank, size, deadline, describe = self._next(what, names)
     t = self.transport or _transport
     if self.procs is None:
-      return t.exchange((self.run_id, gkey, seq), rank, size, value, deadline,
-                        describe), rank
-    return t.exchange((self.run_id, gkey, seq), rank, size, value, deadline, describe,
+      return t.exchange(key, rank, size, value, deadline, describe), rank
+    return t.exchange(key, rank, size, value, deadline, describe,
                       self._owners(names)), rank
+
+  def reduce(self, what, names, value, op):
+    """Every member's ``value`` folded with ``op`` in rank order (the next collective
+    over ``names``).  A transport spanning processes may reduce in parts (``reduce``:
+    each process folds one slice of every member's value, in rank order -- the same
+    bits); otherwise all values are exchanged and folded here."""
+    t = self.transport or _transport
+    if self.procs is None or not hasattr(t, "reduce") or self.group(names)[2] == 1:
+      values, _ = self.exchange(what, names, value)
+      return _fold(op, values)
+    key, rank, size, deadline, describe = self._next(what, names)
+    return t.reduce(key, rank, size, value, deadline, describe, self._owners(names),
+                    lambda vs: _fold(op, vs))
 
   def _owners(self, names):
     """The process of each member (rank order) of this device's group over ``names``."""
@@ -278,17 +294,13 @@ def reduce(ctx, kind, x, names):
   """``psum``/``pmax``/``pmin`` of ``x`` over ``names``: every member's values folded in
   rank order."""
   x = _np(x)
-  values, _ = ctx.exchange(kind, names, x)
   if kind == "psum":
-    if x.dtype == np.bool_:
-      out = _fold(np.logical_or, values)
-    else:
-      out = _fold(np.add, values)
+    op = np.logical_or if x.dtype == np.bool_ else np.add
   elif kind == "pmax":
-    out = _fold(np.maximum, values)
+    op = np.maximum
   else:
-    out = _fold(np.minimum, values)
-  return np.asarray(out, dtype=x.dtype)
+    op = np.minimum
+  return np.asarray(ctx.reduce(kind, names, x, op), dtype=x.dtype)
 
 
 def all_gather(ctx, x, names, axis, tiled):

@@ -25,11 +25,16 @@ import itertools
 import threading
 import time
 
+import numpy as np
+
 from pyjax._src.errors import JaxRuntimeError
 from pyjax._src.runtime import collectives as _coll
 
 _TAG_DATA = 0x5a1
 _TAG_ABORT = 0x5a2
+_TAG_BUF = 0x5a3
+_RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
+_RAW_KINDS = frozenset("biufcV")
 
 _world = None          # the MPITransport once initialized
 
@@ -40,15 +45,18 @@ def world():
 
 
 class _Meeting:
-  __slots__ = ("values", "local_left", "remote", "sent", "done", "left")
+  __slots__ = ("values", "owners", "local", "remote", "local_left", "sent", "done", "left",
+               "reduced", "result")
 
-  def __init__(self, size, n_local, remote):
+  def __init__(self, size, owners, me):
     self.values = [None] * size
-    self.local_left = n_local
-    self.remote = remote          # the other processes of the group
+    self.owners = tuple(owners)
+    self.local = [r for r in range(size) if owners[r] == me]
+    self.remote = sorted(set(owners) - {me})     # the other processes of the group
+    self.local_left = self.left = len(self.local)
     self.sent = False
     self.done = False
-    self.left = n_local
+    self.reduced = self.result = None
 
 
 class MPITransport(_coll.Transport):
@@ -65,7 +73,8 @@ class MPITransport(_coll.Transport):
     self._meetings = {}
     self._mail = {}               # (key, source process) -> {rank: value}
     self._aborted = {}            # run id -> error description
-    self._sends = []              # pending isend requests (kept alive until complete)
+    self._sends = []              # (pending send request, its buffer) until complete
+    self._incoming = []           # ((key, source), values, receive requests) in flight
     self._runs = itertools.count()
     self._host_seq = itertools.count()
 
@@ -74,29 +83,70 @@ class MPITransport(_coll.Transport):
     return ("mpi", next(self._runs))
 
   # -- messages (callers hold self._cond) ----------------------------------------------
+  # A data message is a pickled header ``(key, {rank: entry})``; NumPy arrays of at least
+  # _RAW_MIN bytes are entries ``("buf", dtype, shape)`` whose bytes follow as raw
+  # messages (tag _TAG_BUF, in header order: MPI keeps the order of messages between two
+  # processes on one tag), so large arrays are never pickled or copied into a pickle.
   def _send(self, obj, dest, tag):
-    self._sends.append(self.comm.isend(obj, dest=dest, tag=tag))
+    self._sends.append((self.comm.isend(obj, dest=dest, tag=tag), None))
+
+  def _send_values(self, key, values, dest):
+    header, raw = {}, []
+    for r, v in values.items():
+      if type(v) is np.ndarray and v.dtype.kind in _RAW_KINDS and v.nbytes >= _RAW_MIN:
+        a = np.ascontiguousarray(v)
+        header[r] = ("buf", a.dtype, a.shape)
+        raw.append(a)
+      else:
+        header[r] = ("obj", v)
+    self._send((key, header), dest, _TAG_DATA)
+    for a in raw:
+      req = self.comm.Isend([a.reshape(-1).view(np.uint8), self.MPI.BYTE], dest=dest,
+                            tag=_TAG_BUF)
+      self._sends.append((req, a))
 
   def _progress(self):
-    """Take every message that has arrived; complete finished sends."""
+    """Take every message that has arrived; complete finished sends and receives."""
     MPI = self.MPI
     status = MPI.Status()
-    while True:
-      msg = self.comm.improbe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status)
-      if msg is None:
-        break
-      src, tag = status.Get_source(), status.Get_tag()
-      obj = msg.recv()
-      if tag == _TAG_ABORT:
-        run_id, text = obj
-        self._aborted.setdefault(run_id, f"process {src} failed: {text}")
-        self._cond.notify_all()
-      else:
-        key, values = obj
-        self._mail[(key, src)] = values
-        self._cond.notify_all()
+    for tag in (_TAG_ABORT, _TAG_DATA):
+      while True:
+        msg = self.comm.improbe(source=MPI.ANY_SOURCE, tag=tag, status=status)
+        if msg is None:
+          break
+        src = status.Get_source()
+        obj = msg.recv()
+        if tag == _TAG_ABORT:
+          run_id, text = obj
+          self._aborted.setdefault(run_id, f"process {src} failed: {text}")
+          self._cond.notify_all()
+          continue
+        key, header = obj
+        values, reqs = {}, []
+        for r, h in header.items():
+          if h[0] == "buf":
+            a = np.empty(h[2], h[1])
+            reqs.append(self.comm.Irecv([a.reshape(-1).view(np.uint8), MPI.BYTE],
+                                        source=src, tag=_TAG_BUF))
+            values[r] = a
+          else:
+            values[r] = h[1]
+        if reqs:
+          self._incoming.append(((key, src), values, reqs))
+        else:
+          self._mail[(key, src)] = values
+          self._cond.notify_all()
+    if self._incoming:
+      still = []
+      for k, values, reqs in self._incoming:
+        if MPI.Request.Testall(reqs):
+          self._mail[k] = values
+          self._cond.notify_all()
+        else:
+          still.append((k, values, reqs))
+      self._incoming = still
     if self._sends:
-      self._sends = [r for r in self._sends if not r.Test()]
+      self._sends = [(r, a) for r, a in self._sends if not r.Test()]
 
   def _wait(self, ready, deadline, on_deadline, run_id=None, describe=None):
     """Poll messages until ``ready()`` (under the lock), the run is aborted or the
@@ -110,8 +160,14 @@ class MPITransport(_coll.Transport):
         return
       if time.monotonic() >= deadline:
         on_deadline()
-      self._cond.wait(pause)
-      pause = min(pause * 2, 2e-3)
+      # data in flight moves only while MPI is called (no progress thread): keep calling
+      # it then (only letting other threads in); otherwise back off
+      if self._incoming or self._sends:
+        self._cond.wait(0)
+        pause = 2e-5
+      else:
+        self._cond.wait(pause)
+        pause = min(pause * 2, 2e-3)
 
   def _check_abort(self, run_id, describe):
     err = self._aborted.get(run_id)
@@ -122,6 +178,74 @@ class MPITransport(_coll.Transport):
   # -- the Transport interface -------------------------------------------------------------
   def exchange(self, key, rank, size, value, deadline, describe, owners=None):
     """Every member's value in rank order; ``owners[r]`` is the process of rank ``r``."""
+    def start(m):
+      mine = {r: m.values[r] for r in m.local}
+      for p in m.remote:
+        self._send_values(key, mine, p)
+
+    def step(m):
+      if any((key, p) not in self._mail for p in m.remote):
+        return False
+      for p in m.remote:
+        for r, v in self._mail.pop((key, p)).items():
+          m.values[r] = v
+      return True
+    return self._collective(key, rank, size, value, deadline, describe, owners, start,
+                            step, lambda m, last: list(m.values))
+
+  def reduce(self, key, rank, size, value, deadline, describe, owners, fold):
+    """``fold`` (rank order) of every member's value, reduced in parts: the flattened
+    value is cut into one slice per process of the group; each process receives its
+    slice of every remote member's value, folds all members' slices in rank order, and
+    sends the folded slice to the others (a reduce-scatter then an all-gather: each
+    element is folded in the same order as by a fold of whole values)."""
+    rs, ag = key + ("rs",), key + ("ag",)
+
+    def cut(m):
+      procs = sorted(set(m.owners))
+      n = m.values[m.local[0]].size
+      bounds = [n * k // len(procs) for k in range(len(procs) + 1)]
+      return procs, bounds
+
+    def start(m):
+      procs, bounds = cut(m)
+      flat = {r: m.values[r].reshape(-1) for r in m.local}
+      for k, p in enumerate(procs):
+        if p != self.rank:
+          lo, hi = bounds[k], bounds[k + 1]
+          self._send_values(rs, {r: f[lo:hi] for r, f in flat.items()}, p)
+
+    def step(m):
+      procs, bounds = cut(m)
+      me = procs.index(self.rank)
+      lo, hi = bounds[me], bounds[me + 1]
+      if m.reduced is None:
+        if any((rs, p) not in self._mail for p in m.remote):
+          return False
+        parts = {r: m.values[r].reshape(-1)[lo:hi] for r in m.local}
+        for p in m.remote:
+          parts.update(self._mail.pop((rs, p)))
+        m.reduced = np.asarray(fold([parts[r] for r in range(size)]))
+        for p in m.remote:
+          self._send_values(ag, {self.rank: m.reduced}, p)
+      if any((ag, p) not in self._mail for p in m.remote):
+        return False
+      first = m.values[m.local[0]]
+      out = np.empty(first.size, m.reduced.dtype)
+      out[lo:hi] = m.reduced
+      for p in m.remote:
+        k = procs.index(p)
+        out[bounds[k]:bounds[k + 1]] = self._mail.pop((ag, p))[p]
+      m.result = out.reshape(first.shape)
+      return True
+    return self._collective(key, rank, size, value, deadline, describe, owners, start,
+                            step, lambda m, last: m.result if last else m.result.copy())
+
+  def _collective(self, key, rank, size, value, deadline, describe, owners, start, step,
+                  result):
+    """One meeting: local members arrive; the last calls ``start`` (its sends); waiting
+    members poll messages and call ``step`` until it says the meeting is complete; each
+    member leaves with ``result(meeting, is_last_to_leave)``."""
     run_id = key[0]
     with self._cond:
       self._progress()
@@ -130,46 +254,34 @@ class MPITransport(_coll.Transport):
       if m is None:
         if owners is None:
           owners = (self.rank,) * size
-        mine = [r for r in range(size) if owners[r] == self.rank]
-        remote = sorted(set(owners) - {self.rank})
-        m = self._meetings[key] = _Meeting(size, len(mine), remote)
+        m = self._meetings[key] = _Meeting(size, owners, self.rank)
       m.values[rank] = value
       m.local_left -= 1
       if m.local_left == 0:
-        mine = {r: v for r, v in enumerate(m.values) if v is not None}
-        for p in m.remote:
-          self._send((key, mine), p, _TAG_DATA)
+        start(m)
         m.sent = True
         self._cond.notify_all()
 
       def ready():
-        if m.done:
-          return True
-        if not m.sent or any((key, p) not in self._mail for p in m.remote):
-          return False
-        for p in m.remote:
-          for r, v in self._mail.pop((key, p)).items():
-            m.values[r] = v
-        m.done = True
-        self._cond.notify_all()
-        return True
+        if not m.done and m.sent and step(m):
+          m.done = True
+          self._cond.notify_all()
+        return m.done
 
       def on_deadline():
-        arrived = size - m.local_left if not m.sent else size - sum(
-            1 for p in m.remote if (key, p) not in self._mail)
         self._abort_locked(run_id, "collective deadline exceeded")
+        seen = len(m.local) - m.local_left
         raise JaxRuntimeError(
             f"DEADLINE_EXCEEDED: {describe()}: not every device of its group (processes "
-            f"{sorted(set(m.remote) | {self.rank})}) reached it within "
-            f"{_coll.timeout_seconds():g} s ({arrived} of {size} members seen; a stalled "
-            "or failed process, or a collective not reached by every device; set "
+            f"{sorted(set(m.owners))}) reached it within {_coll.timeout_seconds():g} s "
+            f"({seen} of this process's {len(m.local)} members arrived; a stalled or "
+            "failed process, or a collective not reached by every device; set "
             "jax_collectives_timeout to wait longer)")
       self._wait(ready, deadline, on_deadline, run_id, describe)
-      values = list(m.values)
       m.left -= 1
       if m.left == 0:
         self._meetings.pop(key, None)
-      return values
+      return result(m, m.left == 0)
 
   def _abort_locked(self, run_id, text):
     if run_id in self._aborted:
@@ -204,7 +316,7 @@ class MPITransport(_coll.Transport):
     others = [p for p in range(self.size) if p != self.rank]
     with self._cond:
       for p in others:
-        self._send((key, {self.rank: obj}), p, _TAG_DATA)
+        self._send_values(key, {self.rank: obj}, p)
 
       def ready():
         return all((key, p) in self._mail for p in others)
