@@ -11,6 +11,11 @@ Outputs are sharded Arrays (``NamedSharding(mesh, P(axis_name))``, mapped dimens
 argument structure, shapes and dtypes (so ``jax.pmap(f)`` made anew for each call traces
 ``f`` once).
 
+With several processes (``jax.distributed.initialize``), as in JAX, each process passes
+one slice per local device and the mapped axis spans every process's devices (global
+``axis_index``; collectives across processes through MPI); each process gets back the
+slices of its own devices.
+
 Differs from JAX: ``backend`` and ``global_arg_shapes`` are ignored; donated arguments
 are deleted after the call (their buffers are not reused for outputs).
 """
@@ -121,10 +126,20 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
     if size > len(devs):
       raise ValueError(f"compiling computation that requires {size} logical devices, but "
                        f"only {len(devs)} XLA devices are available (num_replicas={size})")
-    mesh = Mesh(np.array(devs[:size], dtype=object), (name,), (AxisType.Auto,))
     # the mapped axis first: one slice per device
     moved = [x if a in (None, 0) else _moveaxis(x, a, 0) for x, a in zip(leaves, norm)]
     mapped = [a is not None for a in norm]
+    if devices is None and _devices.process_count() > 1 and not any(
+        isinstance(x, core.Tracer) for x in moved):
+      # many processes: each maps over its local devices, the axis spans all of them
+      if size != len(devs):
+        raise ValueError(f"pmap over several processes maps over every local device: the "
+                         f"mapped axis has size {size}, this process has {len(devs)} "
+                         "devices")
+      mesh = Mesh(np.array(_devices.devices(), dtype=object), (name,), (AxisType.Auto,))
+      moved = [_process_global(x, mesh, name) if m else x for x, m in zip(moved, mapped)]
+    else:
+      mesh = Mesh(np.array(devs[:size], dtype=object), (name,), (AxisType.Auto,))
     statics = tuple((i, args[i]) for i in stat)
     key = (nargs, stat, in_tree, tuple(core.get_aval(x) for x in moved), tuple(mapped), mesh,
            tuple((i, _hashable(v)) for i, v in statics))
@@ -198,8 +213,12 @@ def _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped, out_axes, name, 
   fn = shard_map(body, mesh=mesh, in_specs=specs_in, out_specs=PartitionSpec(name),
                  check_vma=False)
 
+  out_mesh = mesh.local_mesh
+
   def call(*moved):
     outs = fn(*moved)
+    if out_mesh is not mesh:
+      outs = [_process_local(x, out_mesh, name) for x in outs]
     out_tree, oa = out_axes_box[-1]
     res = []
     for x, a in zip(outs, oa):
@@ -213,7 +232,28 @@ def _build(fun, nargs, stat, statics, dyn_idx, in_tree, mapped, out_axes, name, 
           from pyjax._src.runtime import sharded_array
           from pyjax._src.sharding import NamedSharding
           x = sharded_array.shard_global(
-              x._data(), x.aval, NamedSharding(mesh, PartitionSpec(*(None,) * a, name)))
+              x._data(), x.aval, NamedSharding(out_mesh, PartitionSpec(*(None,) * a, name)))
       res.append(x)
     return tree_util.tree_unflatten(out_tree, res)
   return call
+
+
+def _process_global(x, mesh, name):
+  """This process's mapped argument (one slice per local device) as the global array
+  over every process's devices."""
+  from pyjax._src.array_construction import make_array_from_process_local_data
+  from pyjax._src.sharding import NamedSharding
+  return make_array_from_process_local_data(NamedSharding(mesh, PartitionSpec(name)),
+                                            np.asarray(x))
+
+
+def _process_local(x, local_mesh, name):
+  """This process's part of a pmap output over every process's devices: the slices of
+  its local devices, as an array over them (what each process's pmap returns in JAX)."""
+  from pyjax._src.avals import ShapedArray
+  from pyjax._src.runtime import sharded_array
+  from pyjax._src.sharding import NamedSharding
+  shape = (len(x._shards),) + tuple(x.aval.shape[1:])
+  aval = ShapedArray(shape, x.aval.dtype, x.aval.weak_type)
+  return sharded_array.from_shards(aval, NamedSharding(local_mesh, PartitionSpec(name)),
+                                   x._shards)

@@ -92,6 +92,14 @@ def main(out, single):
   res["jit_shard_map"] = glob(jax.jit(smap(lambda x: lax.psum(jax.numpy.sin(x), "x")))(a))
   res["grad_shard_map"] = glob(jax.grad(lambda x: smap(
       lambda y: lax.psum(y * y, "x"), o=P())(x).sum())(a))
+  # pmap: each process maps over its local devices; the axis spans every process's
+  px = (np.arange(ndev, dtype=np.float32) + 1) * np.float32(1.1)
+  lx = px if single else px[pid * LOCAL:(pid + 1) * LOCAL]
+  outs = jax.pmap(lambda v: (lax.psum(v, "i"), lax.axis_index("i"), lax.pmax(-v, "i")),
+                  axis_name="i")(lx)
+  facts["pmap_local_shape"] = list(outs[0].shape)
+  for k, o in zip(("pmap_psum", "pmap_axis_index", "pmap_pmax"), outs):
+    res[k] = np.asarray(o) if single else mhu.process_allgather(np.asarray(o), tiled=True)
   rep = smap(lambda x: lax.psum(x, "x"), o=P())(a)   # replicated over processes: readable
   res["replicated_read"] = np.asarray(rep)
 

@@ -76,6 +76,8 @@ def _check(m, s, facts, n):
       "devices is not possible.")
   assert facts["repr"] == f"Array(shape=({rows}, 3), dtype=float32)"
   assert facts["h2g_fully_addressable"] is False
+  assert facts["pmap_local_shape"] == [LOCAL]
+  np.testing.assert_array_equal(m["pmap_axis_index"], np.arange(ndev))
   assert facts["assert_equal_error"].startswith("differs. Expected:")
   # every global result equals the one-process run with as many devices, bit for bit
   assert sorted(s.files) == sorted(set(s.files) & set(m.files))
