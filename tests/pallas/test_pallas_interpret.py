@@ -432,22 +432,23 @@ def _errors(pl, jnp, lax, jx, case):
   def kernel(x_ref, o_ref):
     o_ref[...] = x_ref[...]
   specs = {"rank": pl.BlockSpec((2, 2), lambda i: (i, 0)),
-           "arity": pl.BlockSpec((2,), lambda i: (i, 0))}
+           "arity": pl.BlockSpec((2,), lambda i: (i, 0)),
+           "dtype": pl.BlockSpec((2,), lambda i: (i * 1.0,))}
   return lambda x: pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((4,), jnp.float32),
                                   grid=(2,), in_specs=[specs[case]],
                                   out_specs=pl.BlockSpec((2,), lambda i: (i,)),
                                   interpret=True)(x)
 
 
-@pytest.mark.parametrize("case", ["rank", "arity"])
+@pytest.mark.parametrize("case", ["rank", "arity", "dtype"])
 def test_errors_match_jax(case):
   with pytest.raises(ValueError) as je:
     _errors(*JX, case)(jjnp.zeros(4))
   with pytest.raises(ValueError) as pe:
     _errors(*PY, case)(pjnp.zeros(4))
-  strip = lambda s: s.split(" at ")[0] if case == "arity" else s  # noqa: E731
+  strip = lambda s: s.split(" at ")[0] if case != "rank" else s  # noqa: E731
   assert strip(str(pe.value)) == strip(str(je.value))
-  if case == "arity":
+  if case != "rank":
     assert str(pe.value).split(" for ")[1] == str(je.value).split(" for ")[1]
 
 
@@ -613,3 +614,14 @@ def test_flash_attention_backward_custom_vjp():
     return jjnp.sum(((p / p.sum(-1, keepdims=True)) @ v) ** 2)
   for g, r in zip(got, jax.grad(plain, argnums=(0, 1, 2))(q, k, v)):
     np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-4, atol=1e-5)
+
+
+def test_alias_mismatch_error_matches_jax():
+  def run(pl, jnp, jx):
+    def kernel(x_ref, o_ref):
+      o_ref[...] = x_ref[...][:2]
+    with pytest.raises(ValueError) as e:
+      pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((2,), jnp.float32),
+                     input_output_aliases={0: 0}, interpret=True)(jnp.zeros(4))
+    return str(e.value)
+  assert run(ppl, pjnp, pyjax) == run(jpl, jjnp, jax)

@@ -151,7 +151,7 @@ def _trace_index_map(spec, block_shape, array_aval, origin, grid, scalar_avals):
         raise ValueError(f"Unsupported block dim type: {type(bd)}")
       if a.shape or a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
         raise ValueError(f"Index map function {src} for {origin} must return integer "
-                         f"scalars. Output[{i}] has type {a.str_short()}.")
+                         f"scalars. Output[{i}] has type {a}.")
     import pyjax.lax as lax
     return [lax.convert_element_type(o, _INT32) for o in outs]
   closed, tracer_consts = _trace_with_refs(body, avals, n, "index_map")
@@ -327,9 +327,9 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=plc.no_b
       if ia.shape != oa.shape or ia.dtype != oa.dtype:
         raise ValueError(
             f"input_output_aliases contains the mapping '{i}:{o}' referring to "
-            f"input{_keystr(arg_with_paths[i][0])} with abstract value {ia.str_short()} and "
+            f"input{_keystr(arg_with_paths[i][0])} with abstract value {ia} and "
             f"to output{_keystr(out_paths[o])} with a different abstract value "
-            f"{oa.str_short()}.")
+            f"{oa}.")
     if debug:
       print(f"\nJaxpr of the kernel in pallas_call {staging.fun_source_info(kernel)}:")
       print(kjaxpr)
