@@ -6,9 +6,10 @@ Every case is timed for each library in turn inside the same round (so a busy ma
 slows all three alike), for ``--rounds`` rounds; the table shows the median time per call
 (µs) of each library, pyjax's ratio to JAX and to NumPy, and the target the project holds
 pyjax to: small-array ops at most half of JAX's time, large ops (1M elements; the
-column mean and row normalization 100,000; selu is the JAX quickstart's) at most JAX's
-time.  Large eager ops run on prebuilt native kernels (elementwise, broadcast, column
-reductions, full float sums) or NumPy on threads (``backends/cpu/eager_native.py``);
+column mean, standard deviation and row normalization 100,000; selu is the JAX
+quickstart's) at most JAX's time.  Large eager ops run on prebuilt native kernels
+(elementwise, broadcast, column reductions, full float sums, ``jnp.var``/``std`` over
+leading axes) or NumPy's loops on threads (``backends/cpu/eager_native.py``);
 their kernels are built during the warm-up calls (``PYJAX_COMPILE=sync`` is set so that
 the first call builds).
 ``--timer cpu`` measures process CPU time instead of wall time (steadier on a loaded
@@ -69,6 +70,7 @@ def cases(np_mod, kind):
       ("where(a > 0, a, -a) (1M)", lambda: ready(np_mod.where(big > 0, big, -big)), 10, True),
       ("selu quickstart (1M floats)", lambda: ready(selu(big)), 5, True),
       ("X.mean(0) (10000x10)", lambda: ready(mat.mean(0)), 10, True),
+      ("X.std(0) (10000x10)", lambda: ready(mat.std(0)), 10, True),
       ("(X - mean) / std (10000x10)", lambda: ready((mat - mat.mean(0)) / mat.std(0)), 10, True),
   ]
 
