@@ -625,3 +625,13 @@ def test_alias_mismatch_error_matches_jax():
                      input_output_aliases={0: 0}, interpret=True)(jnp.zeros(4))
     return str(e.value)
   assert run(ppl, pjnp, pyjax) == run(jpl, jjnp, jax)
+
+
+def test_make_jaxpr_params_as_jax_prints_them():
+  import re
+
+  def text(pl, jnp, lax, jx):
+    f = functools.partial(_ragged(pl, jnp, lax, jx), interpret=True)
+    t = str(jx.make_jaxpr(f)(jnp.zeros((8, 6), jnp.float32)))
+    return re.sub(r"jaxpr=\{.*?\n        in \([^)]*\) \}\n", "jaxpr=...\n", t, flags=re.S)
+  assert text(*PY) == text(*JX)   # all but the kernel jaxpr (discharged in pyjax)

@@ -59,8 +59,7 @@ class BlockMapping:
     return ShapedArray(self.ref_shape, self.array_aval.dtype, self.array_aval.weak_type)
 
   def __repr__(self):
-    return (f"BlockMapping(block_shape={self.block_shape}, array={self.array_aval.str_short()}"
-            f", origin={self.origin})")
+    return f"BlockMapping(block_shape={self.block_shape})"
 
 
 class GridMapping:
@@ -94,9 +93,7 @@ class GridMapping:
     return GridMapping(**d)
 
   def __repr__(self):
-    return (f"GridMapping(grid={self.grid}, block_mappings={list(self.block_mappings)}, "
-            f"num_index_operands={self.num_index_operands}, scratch_avals="
-            f"{[a.str_short() for a in self.scratch_avals]}, vmapped_dims={self.vmapped_dims})")
+    return f"GridMapping(grid={self.grid}, block_mappings={self.block_mappings})"
 
 
 # --- tracing with refs ----------------------------------------------------------------------
@@ -377,15 +374,10 @@ def _impl(*args, grid_loop, interpret, **_):
 
 
 def _param_printer(params):
-  gm = params["grid_mapping"]
-  out = {"jaxpr": params["jaxpr"], "grid": gm.grid}
-  if gm.vmapped_dims:
-    out["vmapped_dims"] = gm.vmapped_dims
-  if params["input_output_aliases"]:
-    out["input_output_aliases"] = params["input_output_aliases"]
-  out["interpret"] = params["interpret"]
-  if params["name"] is not None:
-    out["name"] = params["name"]
+  """JAX's params (its ``mesh`` and ``metadata`` are always None here), less the
+  ``grid_loop``."""
+  out = {k: v for k, v in params.items() if k != "grid_loop"}
+  out.update(mesh=None, metadata=None)
   return out
 
 
