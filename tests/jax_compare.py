@@ -11,6 +11,8 @@ raises the same exception class and message:
 - ``check_both(expr, env, jax)``: a source expression evaluated with each library's
   ``jnp`` and ``jit``; ``run`` and ``compare`` are its pieces for tests that drive the
   two libraries themselves.
+- ``assert_same_tree(ours, theirs)`` / ``assert_raises_same(f_ours, f_theirs)``: programs
+  written once for both libraries (``prog(*libraries(jax))``), exact by default.
 
 Also: dtype shorthands, deterministic input makers (``arr``, ``rand``, ``weak``) and
 ``fast`` (only some parameters in the default run).
@@ -165,6 +167,52 @@ def compare(rp, rj, rtol=1e-5, atol=1e-6, check_weak=True, check_type=True):
   if check_type and isinstance(rj, tuple) and hasattr(type(rj), "_fields"):
     assert type(rp).__name__ == type(rj).__name__ and rp._fields == rj._fields
   _compare_leaves(rp, rj, rtol=rtol, atol=atol, weak=check_weak)
+
+
+def libraries(jax):
+  """``(jax, jax.numpy, jax.lax)`` of the library ``jax`` (pyjax or real JAX): the
+  arguments of a program written once for both (``prog(*libraries(jax))``)."""
+  return jax, jax.numpy, jax.lax
+
+
+def jaxpr_text(jax, f, *args):
+  """``str(jax.make_jaxpr(f)(*args))`` in the library ``jax``."""
+  return str(jax.make_jaxpr(f)(*args))
+
+
+def assert_same_tree(ours, theirs, rtol=0.0, atol=0.0):
+  """pyjax's pytree ``ours`` against JAX's ``theirs``: equal values (within ``rtol``/``atol``
+  when given, else exactly), dtypes, shapes and weak types, leaf by leaf (each library
+  flattens its own tree)."""
+  import jax
+  lo = pyjax.tree_util.tree_leaves(ours)
+  lt = jax.tree_util.tree_leaves(theirs)
+  assert len(lo) == len(lt), (ours, theirs)
+  for i, (a, b) in enumerate(zip(lo, lt)):
+    an, bn = np.asarray(a), np.asarray(b)
+    assert an.dtype == bn.dtype, (i, an.dtype, bn.dtype)
+    assert an.shape == bn.shape, (i, an.shape, bn.shape)
+    if rtol or atol:
+      np.testing.assert_allclose(an.astype(np.float64) if an.dtype.kind not in "cb" else an,
+                                 bn.astype(np.float64) if bn.dtype.kind not in "cb" else bn,
+                                 rtol=rtol, atol=atol)
+    else:
+      np.testing.assert_array_equal(an, bn)
+    assert getattr(a, "weak_type", False) == getattr(b, "weak_type", False)
+
+
+def assert_raises_same(f_ours, f_theirs, message=True):
+  """``f_ours()`` (pyjax) and ``f_theirs()`` (JAX) both raise, exceptions of the same class
+  name and, with ``message``, the same text; returns pyjax's exception."""
+  with pytest.raises(Exception) as e_ours:
+    f_ours()
+  with pytest.raises(Exception) as e_theirs:
+    f_theirs()
+  assert type(e_ours.value).__name__ == type(e_theirs.value).__name__, (e_ours.value,
+                                                                        e_theirs.value)
+  if message:
+    assert str(e_ours.value) == str(e_theirs.value)
+  return e_ours.value
 
 
 # --- entry points -------------------------------------------------------------------------
