@@ -24,7 +24,7 @@ A ``while`` loop's trip count is unknown: its plan hands over to the native loop
 ``eager_control_flow._WHILE_NATIVE_AFTER`` iterations, continuing from the carry reached.
 ``PYJAX_COMPILE=off``, loops with effects or host callbacks, and loops whose body cannot
 run in C keep the plan.  The native loop computes the plan's bits: both tiers use the
-same implementations (``tier_native.py``); ``tests/test_loop_first_call.py`` checks it.
+same implementations (``tier_native.py``); ``tests/compiler/test_loop_first_call.py`` checks it.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ Every stage's name sets (``simplify``'s elementwise and identity primitives, ``f
 layout, reduction and expensive primitives, ``lower_c``'s libm, float-only, integer-only and
 half-rounding primitives, ``loops``' control flow, ``ir``'s inlined calls, ``tier_native``'s
 inexact functions) are derived from the rows below, so a primitive is classified in one
-place.  ``tests/test_cpu_compiler_table.py`` checks that every registered primitive has a
-row, that the rows agree with the lowering rules and native kernels that exist
+place.  ``tests/compiler/test_compiler_primitive_table.py`` checks that every registered
+primitive has a row, that the rows agree with the lowering rules and native kernels that exist
 (``lower_c.RULES``, ``opaque``'s registry) and that every primitive has an eager
 implementation.
 
