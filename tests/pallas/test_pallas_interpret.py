@@ -635,3 +635,15 @@ def test_make_jaxpr_params_as_jax_prints_them():
     t = str(jx.make_jaxpr(f)(jnp.zeros((8, 6), jnp.float32)))
     return re.sub(r"jaxpr=\{.*?\n        in \([^)]*\) \}\n", "jaxpr=...\n", t, flags=re.S)
   assert text(*PY) == text(*JX)   # all but the kernel jaxpr (discharged in pyjax)
+
+
+def test_grad_through_block_by_block_grid():
+  # a pyjax extension: reverse mode through the scan the grid program becomes
+  def kernel(x_ref, o_ref):
+    o_ref[...] = pjnp.sin(x_ref[...])
+  f = ppl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((8,), pjnp.float32), grid=(2,),
+                      in_specs=[ppl.BlockSpec((4,), lambda i: (i,))],
+                      out_specs=ppl.BlockSpec((4,), lambda i: (i,)), interpret=True)
+  x = np.arange(8, dtype=np.float32)
+  g = pyjax.grad(lambda x: f(x).sum())(pjnp.asarray(x))
+  np.testing.assert_allclose(np.asarray(g), np.cos(x), rtol=1e-6, atol=1e-7)
