@@ -1,5 +1,6 @@
-"""Parity with JAX (issue #5): weak types of jacfwd/jacrev/hessian results, and vmap of
-select_n / jnp.where with batched selectors and unbatched (scalar) cases."""
+"""Weak types (and dtypes, shapes, values) under transforms, against JAX: jacfwd/jacrev/
+hessian/grad results, and vmap of select_n / jnp.where with batched selectors and unbatched
+(scalar) cases (issue #5)."""
 import itertools
 
 import numpy as np
