@@ -23,7 +23,7 @@ import weakref
 import numpy as np
 
 from pyjax._src.backends.cpu.registry import impls, register
-from pyjax._src.backends.cpu import pred_mul
+from pyjax._src.backends.cpu import reciprocal_div
 from pyjax._src.backends.cpu import tier_native
 from pyjax._src.backends.cpu.compiler import primitive_table as _table
 
@@ -96,16 +96,16 @@ class _Plan:
         live.update(v for v in eqn.invars if not _is_literal(v))
     keep.reverse()
     pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
+    recip_of = {}  # XLA: a / broadcast(b) and a / sqrt(b) as products (reciprocal_div.py)
     for eqn in keep:
       prim = eqn.primitive
-      pred_mul.note_convert(eqn, pred_of)
-      pm = pred_mul.match(eqn, pred_of)
-      if pm is not None:
+      rw = reciprocal_div.rewrite(eqn, pred_of, recip_of)
+      if rw is not None:
+        fn, operands, prm = rw
         o, = eqn.outvars
         env[o] = s = self._new()
-        self.steps.append((pred_mul.mul_by_pred, [ref(pm[0]), ref(pm[1])], [s],
-                           [o.aval.dtype], {"dtype": o.aval.dtype, "shape": tuple(o.aval.shape)},
-                           False, None))
+        self.steps.append((fn, [ref(v) for v in operands], [s], [o.aval.dtype], prm, False,
+                           None))
         continue
       ins = [ref(v) for v in eqn.invars]
       pname = _INLINE_PARAM.get(prim.name)

@@ -48,7 +48,7 @@ from pyjax._src import config as _config
 from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import debug as _dbg
 from pyjax._src.backends.cpu import eager as cpu_eager
-from pyjax._src.backends.cpu import pred_mul
+from pyjax._src.backends.cpu import reciprocal_div
 from pyjax._src.backends.cpu import tier_native
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.backends.cpu.compiler import outpool as _outpool
@@ -561,16 +561,16 @@ def _emit_jaxpr(gen, jaxpr, env, indent="  "):
     return env[v]
 
   pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
+  recip_of = {}  # XLA: a / broadcast(b) and a / sqrt(b) as products (reciprocal_div.py)
   for eqn in _used_vars(jaxpr):
     prim = eqn.primitive
-    pred_mul.note_convert(eqn, pred_of)
-    pm = pred_mul.match(eqn, pred_of)
-    if pm is not None:
+    rw = reciprocal_div.rewrite(eqn, pred_of, recip_of)
+    if rw is not None:
+      fn, operands, prm = rw
       o, = eqn.outvars
       name = gen.fresh()
-      fn = gen.glob(pred_mul.mul_by_pred, "f")
-      prm = gen.glob({"dtype": o.aval.dtype, "shape": tuple(o.aval.shape)}, "p")
-      gen.lines.append(f"{indent}{name} = {fn}({read(pm[0])}, {read(pm[1])}, **{prm})  # mul")
+      gen.lines.append(f"{indent}{name} = {gen.glob(fn, 'f')}({', '.join(read(v) for v in operands)}"
+                       f", **{gen.glob(prm, 'p')})  # {prim.name}")
       env[o] = name
       continue
     ins = [read(v) for v in eqn.invars]

@@ -776,13 +776,19 @@ class KernelGen:
     self.declare((v.id, forms), L.compute_type(v.dtype), expr, self.depth)
 
   def _lane_loops(self, inner, reds, accs, full):
-    """Order-free reductions: the innermost dimension split into vector lanes.  Float
-    max/min accumulate integer keys (the float's bits made sign-magnitude ordered, so -0 <
-    +0 and one integer max per element) plus a NaN flag: no long dependency chains."""
+    """Order-free reductions: the innermost dimension split into vector lanes (at most 64
+    bytes of each accumulator: more lanes spill on AVX2/AVX-512, a 1000-float row's max ran
+    2x slower with 64).  Float max/min keep the larger (smaller) value per lane with one
+    compare, ignoring NaNs, plus a NaN flag; a segment whose result is a zero is scanned
+    again for the zero of the right sign (XLA orders -0.0 below +0.0: `max(-0, +0)` is +0
+    wherever it occurs), which only rows whose extreme is 0 pay."""
     outer_dims, last = inner[:-1], inner[-1]
     n = self.shape[last]
+    width = max(4 if L.is_half(m.ins[0].dtype) else np.dtype(m.ins[0].dtype).itemsize
+                for m in reds)
+    cap = max(8, 64 // width)
     lanes = 8
-    while lanes < 64 and lanes * 4 <= n:
+    while lanes < cap and lanes * 4 <= n:
       lanes *= 2
     specs = []
     for j, k in enumerate(outer_dims):
@@ -790,47 +796,53 @@ class KernelGen:
       self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
     keyed = {m for m in reds if m.prim in ("reduce_max", "reduce_min") and L.is_float(m.ins[0].dtype)}
 
-    def ktype(m):
-      return "int64_t" if m.ins[0].dtype == L.F64 else "int32_t"
+    def ftype(m):
+      return "double" if m.ins[0].dtype == L.F64 else "float"
 
-    def key_ident(m):
-      d = m.ins[0].dtype
-      big = d == L.F64
-      v = np.array(-np.inf if m.prim == "reduce_max" else np.inf, np.float64 if big else np.float32)
-      u = int(v.view(np.int64 if big else np.int32))
-      mask = (1 << (63 if big else 31)) - 1
-      k = u ^ (mask if u < 0 else 0)
-      return f"(({ktype(m)}){k}LL)"
-
-    def acc_elem(m, a_k, a_n, lane):
-      """Accumulate one element into key/NaN accumulators (or the plain accumulator)."""
+    def acc_elem(m, a_m, a_n, lane):
+      """Accumulate one element into value/NaN accumulators (or the plain accumulator)."""
       x = m.ins[0]
       if m not in keyed:
         self._accumulate(m, accs[m], full, lane=lane)
         return
       e, _ = self.value(x, full)
-      kt = ktype(m)
-      bits = 63 if kt == "int64_t" else 31
-      ft = "double" if kt == "int64_t" else "float"
-      u = self.fresh("u")
-      # (a union, not memcpy into the variable: an addressed variable is privatized per
-      # SIMD lane, which stops GCC vectorizing the loop)
-      self.line(f"{kt} {u} = ({{ union {{ {ft} f; {kt} i; }} pj_b_ = {{ .f = {e} }}; pj_b_.i; }});")
-      mask = "0x7FFFFFFFFFFFFFFFLL" if kt == "int64_t" else "0x7FFFFFFF"
-      self.line(f"{u} ^= (({u} >> {bits}) & {mask});")
       op = ">" if m.prim == "reduce_max" else "<"
-      self.line(f"{a_k} = {u} {op} {a_k} ? {u} : {a_k};")
+      self.line(f"{a_m} = {e} {op} {a_m} ? {e} : {a_m};")
       self.line(f"{a_n} |= ({e} != {e});")
+
+    def fix_zero(m, a):
+      """The segment's extreme is a zero: +0 for max if any element is +0, else -0 (min:
+      -0 if any element is -0)."""
+      x = m.ins[0]
+      ft = ftype(m)
+      it = "uint64_t" if ft == "double" else "uint32_t"
+      want = "0" if m.prim == "reduce_max" else ("0x8000000000000000ULL" if ft == "double"
+                                                 else "0x80000000u")
+      z = self.fresh("z")
+      self.open(None, f"if (!{a}_n0 && {a}_m0 == 0) {{")
+      self.line(f"int {z} = 0;")
+      self.open(f"#pragma omp simd reduction(|:{z})",
+                f"for (int64_t i{last} = 0; i{last} < {n}; i{last}++) {{")
+      self.dimexpr[last] = (f"i{last}", self.depth)
+      e, _ = self.value(x, full)
+      self.line(f"{z} |= (({{ union {{ {ft} f; {it} i; }} pj_b_ = {{ .f = {e} }}; pj_b_.i; }}) "
+                f"== {want});")
+      self._close_into()
+      pos, neg = f"({ft})0", f"-({ft})0"
+      first, second = (pos, neg) if m.prim == "reduce_max" else (neg, pos)
+      self.line(f"{a}_m0 = {z} ? {first} : {second};")
+      self._close_into()
 
     def body():
       for m in reds:
         x = m.ins[0]
         if m in keyed:
-          kt = ktype(m)
-          self.line(f"{kt} {accs[m]}_k[{lanes}], {accs[m]}_n[{lanes}];")
-          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {accs[m]}_k[pj_l] = "
-                    f"{key_ident(m)}; {accs[m]}_n[pj_l] = 0; }}")
-          self.line(f"{kt} {accs[m]}_k0 = {key_ident(m)}, {accs[m]}_n0 = 0;")
+          ft = ftype(m)
+          start = "-INFINITY" if m.prim == "reduce_max" else "INFINITY"
+          self.line(f"{ft} {accs[m]}_m[{lanes}]; int32_t {accs[m]}_n[{lanes}];")
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {accs[m]}_m[pj_l] = "
+                    f"({ft}){start}; {accs[m]}_n[pj_l] = 0; }}")
+          self.line(f"{ft} {accs[m]}_m0 = ({ft}){start}; int32_t {accs[m]}_n0 = 0;")
         else:
           ct = L.compute_type(x.dtype)
           ident = L.identity_literal(m.prim, x.dtype)
@@ -843,30 +855,25 @@ class KernelGen:
       self.line(f"const int64_t i{last} = {jv} + pj_l;")
       self.dimexpr[last] = (f"i{last}", self.depth)
       for m in reds:
-        acc_elem(m, f"{accs[m]}_k[pj_l]", f"{accs[m]}_n[pj_l]", "pj_l")
+        acc_elem(m, f"{accs[m]}_m[pj_l]", f"{accs[m]}_n[pj_l]", "pj_l")
       self._close_into()
       self._close_into()
       self.open(None, f"for (int64_t i{last} = {jv}; i{last} < {n}; i{last}++) {{")
       self.dimexpr[last] = (f"i{last}", self.depth)
       for m in reds:
-        acc_elem(m, f"{accs[m]}_k0", f"{accs[m]}_n0", None)
+        acc_elem(m, f"{accs[m]}_m0", f"{accs[m]}_n0", None)
       self._close_into()
       for m in reds:
         x = m.ins[0]
         if m in keyed:
-          kt = ktype(m)
-          bits = 63 if kt == "int64_t" else 31
-          ft = "double" if kt == "int64_t" else "float"
+          ft = ftype(m)
           op = ">" if m.prim == "reduce_max" else "<"
           a = accs[m]
-          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {a}_k0 = {a}_k[pj_l] {op} "
-                    f"{a}_k0 ? {a}_k[pj_l] : {a}_k0; {a}_n0 |= {a}_n[pj_l]; }}")
-          mask = "0x7FFFFFFFFFFFFFFFLL" if kt == "int64_t" else "0x7FFFFFFF"
-          self.line(f"{{ {kt} pj_u_ = {a}_k0 ^ (({a}_k0 >> {bits}) & {mask}); {ft} pj_f_; "
-                    f"memcpy(&pj_f_, &pj_u_, sizeof(pj_f_)); pj_f_ = {a}_n0 ? ({ft})NAN : pj_f_; "
+          self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {{ {a}_m0 = {a}_m[pj_l] {op} "
+                    f"{a}_m0 ? {a}_m[pj_l] : {a}_m0; {a}_n0 |= {a}_n[pj_l]; }}")
+          fix_zero(m, a)
+          self.line(f"{{ {ft} pj_f_ = {a}_n0 ? ({ft})NAN : {a}_m0; "
                     f"{a} = {L.combine(m.prim, x.dtype, a, 'pj_f_')}; }}")
-          if L.is_half(x.dtype):
-            pass  # the keys of half values decode to the same (representable) float
         else:
           self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {accs[m]} = "
                     f"{L.combine(m.prim, x.dtype, accs[m], accs[m] + '_l[pj_l]')};")

@@ -157,9 +157,26 @@ def _read(env, v):
 
 def _convert(jaxpr, env, nodes):
   from pyjax._src.backends.cpu import pred_mul
+  from pyjax._src.backends.cpu import reciprocal_div
   pred_of = {}   # XLA's select for a product with a converted boolean (pred_mul.py)
+  recip_of = {}  # XLA: a / broadcast(b) and a / sqrt(b) as products (reciprocal_div.py)
   for eqn in jaxpr.eqns:
     name = eqn.primitive.name
+    reciprocal_div.note(eqn, recip_of)
+    rd = reciprocal_div.match(eqn, recip_of)
+    if rd is not None:
+      o, = eqn.outvars
+      e = _read(env, rd[1])
+      if isinstance(e, Lit):
+        r = Lit(reciprocal_div.reciprocal(e.value, o.aval.dtype)[()], o.aval.dtype)
+      else:
+        one = Lit(np.ones((), o.aval.dtype)[()], o.aval.dtype)
+        r = Value(e.shape, e.dtype)
+        nodes.append(Node("div", {}, [one, e], [r]))
+      out = Value(o.aval.shape, o.aval.dtype)
+      nodes.append(Node("mul", {}, [_read(env, rd[0]), r], [out]))
+      env[o] = out
+      continue
     pred_mul.note_convert(eqn, pred_of)
     pm = pred_mul.match(eqn, pred_of)
     if pm is not None:
