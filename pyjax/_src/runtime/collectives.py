@@ -280,9 +280,16 @@ class device_context:
 
 # --- the collectives on NumPy values -----------------------------------------------------
 def _fold(op, values):
-  acc = values[0]
-  for v in values[1:]:
-    acc = op(acc, v)
+  """``op`` folded over ``values`` left to right (rank order); after the first step the
+  accumulator is updated in place (the same bits, no temporary per member)."""
+  if len(values) == 1:
+    return values[0]
+  acc = op(values[0], values[1])
+  for v in values[2:]:
+    if type(acc) is np.ndarray and acc.shape == np.shape(v) and acc.dtype == v.dtype:
+      op(acc, v, out=acc)
+    else:
+      acc = op(acc, v)
   return acc
 
 

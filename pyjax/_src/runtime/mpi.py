@@ -35,6 +35,7 @@ _TAG_ABORT = 0x5a2
 _TAG_BUF = 0x5a3
 _RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
 _RAW_KINDS = frozenset("biufcV")
+_SPIN_SECONDS = 5e-4              # poll without sleeping this long before backing off
 
 _world = None          # the MPITransport once initialized
 
@@ -151,23 +152,25 @@ class MPITransport(_coll.Transport):
   def _wait(self, ready, deadline, on_deadline, run_id=None, describe=None):
     """Poll messages until ``ready()`` (under the lock), the run is aborted or the
     deadline passes (``on_deadline()`` raises)."""
-    pause = 2e-5
+    pause = 0.0
+    spin_until = time.monotonic() + _SPIN_SECONDS
     while True:
       self._progress()
       if run_id is not None:   # an aborted run fails even where its data came in
         self._check_abort(run_id, describe)
       if ready():
         return
-      if time.monotonic() >= deadline:
+      now = time.monotonic()
+      if now >= deadline:
         on_deadline()
-      # data in flight moves only while MPI is called (no progress thread): keep calling
-      # it then (only letting other threads in); otherwise back off
-      if self._incoming or self._sends:
+      # data in flight moves only while MPI is called (no progress thread), and the
+      # other processes usually come soon: keep polling (only letting other threads in);
+      # after a while without traffic, back off
+      if self._incoming or self._sends or now < spin_until:
         self._cond.wait(0)
-        pause = 2e-5
       else:
         self._cond.wait(pause)
-        pause = min(pause * 2, 2e-3)
+        pause = min(max(pause * 2, 5e-5), 1e-3)
 
   def _check_abort(self, run_id, describe):
     err = self._aborted.get(run_id)
