@@ -647,3 +647,19 @@ def test_grad_through_block_by_block_grid():
   x = np.arange(8, dtype=np.float32)
   g = pyjax.grad(lambda x: f(x).sum())(pjnp.asarray(x))
   np.testing.assert_allclose(np.asarray(g), np.cos(x), rtol=1e-6, atol=1e-7)
+
+
+def _strided(pl, jnp, lax, jx):
+  def kernel(x_ref, o_ref):
+    o_ref[...] = jnp.zeros((8,), jnp.float32)
+    o_ref[pl.ds(1, 3, stride=2)] = x_ref[pl.ds(pl.program_id(0), 3, stride=2)] * 2.0
+    o_ref[pl.program_id(0)] += x_ref[7]
+
+  def f(x, interpret):
+    return pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((8,), jnp.float32), grid=(2,),
+                          interpret=interpret)(x)
+  return f
+
+
+def test_strided_ds_and_traced_scalar_index():
+  check(_strided, _rand(8))
