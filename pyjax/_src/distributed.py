@@ -82,8 +82,7 @@ class State:
     if _devices._backends is not None:
       raise RuntimeError("jax.distributed.initialize() must be called before any JAX "
                          "computations are executed.")
-    comm = MPI.COMM_WORLD.Dup()
-    rank, size = comm.Get_rank(), comm.Get_size()
+    rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
     if num_processes is not None and num_processes != size:
       raise ValueError(f"num_processes={num_processes} does not match the MPI world, which "
                        f"has {size} processes (mpiexec -n {size})")
@@ -93,6 +92,7 @@ class State:
     if local_device_ids is not None and size > 1:
       raise ValueError("local_device_ids is not supported by pyjax: each process uses its "
                        "own CPU devices (jax_num_cpu_devices)")
+    comm = MPI.COMM_WORLD.Dup()
     transport = _mpi.start(comm, MPI)
     try:
       n_local = len(_devices.devices())

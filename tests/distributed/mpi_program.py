@@ -20,7 +20,17 @@ def main(out, single):
     jax.config.update("jax_num_cpu_devices", LOCAL * single)
   else:
     jax.config.update("jax_num_cpu_devices", LOCAL)
-    jax.distributed.initialize()
+    from mpi4py import MPI
+    size, rank = MPI.COMM_WORLD.Get_size(), MPI.COMM_WORLD.Get_rank()
+    errors = []
+    for kw in ({"num_processes": size + 1}, {"process_id": (rank + 1) % size,
+                                             "num_processes": size}):
+      try:
+        jax.distributed.initialize(**kw)
+      except ValueError as e:
+        errors.append(str(e))
+    # explicit arguments that agree with the MPI world are accepted
+    jax.distributed.initialize("localhost:1234", num_processes=size, process_id=rank)
   from pyjax import lax
   from pyjax.experimental import multihost_utils as mhu
   from pyjax.sharding import NamedSharding, PartitionSpec as P
@@ -40,6 +50,7 @@ def main(out, single):
   facts["device_procs"] = [d.process_index for d in jax.devices()]
   facts["local_ids"] = [d.id for d in jax.local_devices()]
   facts["is_initialized"] = jax.distributed.is_initialized()
+  facts["explicit_errors"] = [] if single else errors
 
   rng = np.random.default_rng(0)
   data = rng.standard_normal((ndev * 4, 3)).astype(np.float32)

@@ -66,6 +66,10 @@ def _check(m, s, facts, n):
   assert facts["device_procs"] == [p for p in range(n) for _ in range(LOCAL)]
   assert facts["local_ids"] == [0, 1]
   assert facts["is_initialized"] and not facts["is_initialized_after"]
+  # explicit arguments are checked against the MPI world
+  assert facts["explicit_errors"] == [
+      f"num_processes={n + 1} does not match the MPI world, which has {n} processes "
+      f"(mpiexec -n {n})", "process_id=1 does not match this process's MPI rank 0"]
   # a global array: this process holds its part only, reading the whole is JAX's error
   rows = 4 * ndev
   assert facts["a_shape"] == [rows, 3] and facts["a_fully_addressable"] is False
