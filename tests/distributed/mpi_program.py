@@ -99,6 +99,12 @@ def main(out, single):
   res["mesh2"] = glob(smap(f2, mesh2, P(("p", "d")), P(("p", "d")))(a2))
   res["mesh2_pmean_both"] = glob(smap(lambda x: lax.pmean(x, ("p", "d")), mesh2,
                                       P(("p", "d")), P(("p", "d")))(a2))
+  # eager operations on an array spanning processes (the elementwise ones shard by shard,
+  # the others on its gathered global value) and grad of a plain function
+  res["eager_mul"] = glob(a * 3 - 1)
+  res["eager_sum0"] = glob(a.sum(0))
+  res["eager_index"] = glob(a[5])
+  res["grad_plain"] = glob(jax.grad(lambda x: (jax.numpy.sin(x) ** 2).sum())(a))
   res["jit_plain"] = glob(jax.jit(lambda x: jax.numpy.tanh(x) * 2 + x.sum(0))(a))
   res["jit_shard_map"] = glob(jax.jit(smap(lambda x: lax.psum(jax.numpy.sin(x), "x")))(a))
   res["grad_shard_map"] = glob(jax.grad(lambda x: smap(

@@ -142,7 +142,7 @@ def apply_primitive(prim, args, params):
           return res
         sharded = []
       sharded.append(x)
-      bufs.append(x._data())
+      bufs.append(x._global_data() if hasattr(x, "_global_data") else x._data())
       avals.append(x.aval)
     else:
       b, a = _to_numpy(x)

@@ -67,10 +67,15 @@ class ShardedArrayImpl(ArrayImpl):
     about shardings -- a jitted program, a higher-order primitive -- consumes).  For an
     array spanning processes every process gathers it (a collective over processes: in
     a multi-process program every process runs the same computations, as in JAX)."""
+    return ArrayImpl(self._global_data(), self.aval, self._shards[0]._device, False)
+
+  def _global_data(self):
+    """The global value for a computation: for an array spanning processes, gathered
+    from every process (each time: reading it stays JAX's error)."""
     if self._buf is None and not self._sharding.is_fully_addressable and (
         not _local_has_all(self)):
-      self._buf = _gather_processes(self)
-    return ArrayImpl(self._data(), self.aval, self._shards[0]._device, False)
+      return _gather_processes(self)
+    return self._data()
 
   def block_until_ready(self):
     if type(self._buf) is _DeletedBuffer:
