@@ -14,7 +14,8 @@ Arrays laid out by a NamedSharding over several devices hold one buffer per devi
 (``runtime/sharded_array.py``); ``reshard``, ``auto_axes``, ``explicit_axes`` and jit's
 shardings live in ``jit_sharding.py``, the sharding-type rules in ``sharding_types.py``
 (``docs/devices.md``).  Differs from JAX: no ``PositionalSharding``/``GSPMDSharding``;
-one process (the multi-process transport is a separate piece).
+a mesh may span processes (``jax.distributed``): ``addressable_devices``, ``local_mesh``
+and ``is_fully_addressable`` follow each device's ``process_index``.
 """
 from __future__ import annotations
 
