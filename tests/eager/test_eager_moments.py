@@ -106,3 +106,21 @@ def test_small_vector_sum_signed_zero():
   assert np.signbit(np.asarray(jnp.sum(jnp.array([-0.0], jnp.float32))))
   assert not np.signbit(np.asarray(jnp.sum(jnp.array([-0.0, -0.0], jnp.float32))))
   assert float(jnp.sum(jnp.arange(3.0))) == 3.0
+
+
+def test_eager_mean_shortcut_bits(monkeypatch):
+  """``jnp.mean``'s eager shortcut (sum, then a division by a NumPy scalar count) against
+  the general path: avals and bits, small (XLA's order) and large sums, axis orders."""
+  from pyjax._src.numpy import reductions as red
+  rng = np.random.default_rng(4)
+  for shape, axes in [((7,), [None, 0]), ((10000, 10), [0, -1, (1, 0)]),
+                      ((30, 7, 5), [(0, 2), None])]:
+    x = jnp.asarray((rng.standard_normal(shape) * 10).astype(np.float32))
+    for ax in axes:
+      got = jnp.mean(x, axis=ax)
+      with monkeypatch.context() as m:
+        m.setattr(red, "_eager_float_mean", lambda *a: None)
+        want = jnp.mean(x, axis=ax)
+      assert got.aval == want.aval and _bits(got) == _bits(want), (shape, ax)
+  with pytest.raises(ValueError, match="duplicate value in 'axis'"):
+    jnp.mean(jnp.ones((3, 4)), axis=(0, 0))

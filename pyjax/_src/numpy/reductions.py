@@ -394,8 +394,33 @@ def _count(a, axis, keepdims, where, dtype):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
   """Arithmetic mean (jnp.mean): integers give the default float; half types accumulate
   in float32."""
+  if (type(a) is ArrayImpl and dtype is None and out is None and where is None
+      and not keepdims and core._state.interp is core.eval_interpreter):
+    r = _eager_float_mean(a, axis)
+    if r is not None:
+      return r
   return _mean(a, _ensure_optional_axes(axis), dtype, out, keepdims, where=where,
                upcast_f16=dtype is None)
+
+
+_F32_F64 = frozenset([dtypes.float32, dtypes.float64])
+
+
+def _eager_float_mean(a, axis):
+  """Eager mean of a strongly typed float32/float64 Array: ``_mean``'s two primitives
+  (the sum, the division by the count) without its per-call checks and the count's
+  conversion primitive (a NumPy scalar of the dtype instead: the same bits), or None."""
+  aval = a.aval
+  if aval.dtype not in _F32_F64 or aval.weak_type:
+    return None
+  try:
+    dims = _reduction_dims(a.ndim, _ensure_optional_axes(axis))
+  except Exception:  # noqa: BLE001  -- the general path raises JAX's error
+    return None
+  if not dims:
+    return None
+  n = math.prod(aval.shape[d] for d in dims)
+  return lax.div(lax.reduce_sum(a, dims), np.array(n, aval.dtype))
 
 
 def _mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None, upcast_f16=True):
