@@ -6,13 +6,18 @@
 Cases (defaults are issue 20's sizes for the first three): a BCOO ``n x n`` matrix with
 ``nnz`` stored elements times a dense vector and times an ``n x K`` dense matrix (both
 under ``jit``), ``grad`` of ``sum((A @ v) ** 2)`` with respect to ``A.data`` (``jit``),
-and BCOO @ BCOO.T on an ``N2 x N2`` matrix with ``NNZ2`` stored elements (eager).  The
-table shows the median wall time (ms) over ``--rounds`` calls after a warm-up and, for
-pyjax and scipy, the peak of NumPy allocations during one call (``tracemalloc``, MB).
+and BCOO @ BCOO.T on an ``N2 x N2`` matrix with ``NNZ2`` stored elements (eager; all four
+at issue 20's sizes by default).  The
+table shows the median wall time (ms) over ``--rounds`` calls after a warm-up, and per
+library the peak memory of one call (MB: the larger of ``tracemalloc``'s peak and the
+resident memory added, Linux's ``VmHWM`` reset through ``/proc/self/clear_refs`` before
+the call, which sees XLA's and C allocations that ``tracemalloc`` does not).  Run with ``PYJAX_COMPILE=sync`` so pyjax's jitted cases use
+their native kernels from the first call.
 scipy multiplies a CSR matrix built once (its conversion is not timed); pyjax and JAX
 start from the COO buffers every call, as a BCOO does.  JAX's BCOO @ BCOO.T forms every
-pair of stored elements (``nnz**2`` of them), so the default sparse-sparse size is
-small; ``--skip-jax`` leaves JAX out.
+pair of stored elements (``nnz**2`` of them: 10**10 at the default size, far beyond memory),
+so it is skipped above ``--jax-max-pairs`` (run ``--sp-n 2000 --sp-nnz 2000`` to compare);
+``--skip-jax`` leaves JAX out.
 """
 from __future__ import annotations
 
@@ -35,13 +40,33 @@ def _timed(fn, rounds):
   return statistics.median(ts) * 1e3
 
 
+def _rss_kb(field):
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith(field + ":"):
+        return int(line.split()[1])
+  return 0
+
+
 def _peak_mb(fn):
+  """Peak memory of one call (MB): the larger of the peak of Python/NumPy allocations
+  (``tracemalloc``: counts buffers even where the allocator reuses freed memory) and the
+  peak resident memory added (Linux's ``VmHWM`` after a reset through
+  ``/proc/self/clear_refs``: sees XLA's and C allocations)."""
+  try:
+    with open("/proc/self/clear_refs", "w") as f:
+      f.write("5")
+    base = _rss_kb("VmRSS")
+  except OSError:
+    base = None
   tracemalloc.start()
   try:
     fn()
-    return tracemalloc.get_traced_memory()[1] / 2**20
+    traced = tracemalloc.get_traced_memory()[1] / 2**20
   finally:
     tracemalloc.stop()
+  rss = max(0, _rss_kb("VmHWM") - base) / 1024 if base is not None else 0.0
+  return max(traced, rss)
 
 
 def _problem(n, nnz, seed):
@@ -70,8 +95,10 @@ def main():
   ap.add_argument("--n", type=int, default=100_000)
   ap.add_argument("--nnz", type=int, default=1_000_000)
   ap.add_argument("--cols", type=int, default=64)
-  ap.add_argument("--sp-n", type=int, default=2_000)
-  ap.add_argument("--sp-nnz", type=int, default=2_000)
+  ap.add_argument("--sp-n", type=int, default=10_000)
+  ap.add_argument("--sp-nnz", type=int, default=100_000)
+  ap.add_argument("--jax-max-pairs", type=float, default=2e8,
+                  help="skip JAX's sparse @ sparse when nnz**2 (the pairs it forms) exceeds this")
   ap.add_argument("--rounds", type=int, default=5)
   ap.add_argument("--skip-jax", action="store_true")
   args = ap.parse_args()
@@ -90,6 +117,8 @@ def main():
     from jax.experimental import sparse as jsparse
     libs["jax"] = _library_cases(jax, jsparse, data, idx, args.n, v, V, sdata, sidx,
                                  args.sp_n)
+    if args.sp_nnz ** 2 > args.jax_max_pairs:   # JAX would form nnz**2 pairs: out of memory
+      libs["jax"]["bcoo @ bcoo.T (eager)"] = None
   csr = ssp.csr_matrix((data, (idx[:, 0], idx[:, 1])), shape=(args.n, args.n))
   scsr = ssp.csr_matrix((sdata, (sidx[:, 0], sidx[:, 1])), shape=(args.sp_n, args.sp_n))
   libs["scipy"] = {
@@ -100,14 +129,17 @@ def main():
   }
   names = list(libs["pyjax"])
   print(f"n={args.n} nnz={args.nnz} cols={args.cols}; sparse@sparse n={args.sp_n} "
-        f"nnz={args.sp_nnz}; median of {args.rounds} (ms), peak NumPy allocation (MB)")
-  head = f"{'case':26s}" + "".join(f"{k:>12s}" for k in libs) + f"{'pyjax MB':>10s}{'scipy MB':>10s}"
+        f"nnz={args.sp_nnz}; median of {args.rounds} (ms), peak memory of one call (MB)")
+  head = (f"{'case':26s}" + "".join(f"{k + ' ms':>12s}" for k in libs)
+          + "".join(f"{k + ' MB':>12s}" for k in libs))
   print(head)
   for name in names:
     row = f"{name:26s}"
     for lib in libs.values():
-      row += f"{_timed(lib[name], args.rounds):12.1f}"
-    row += f"{_peak_mb(libs['pyjax'][name]):10.1f}{_peak_mb(libs['scipy'][name]):10.1f}"
+      row += f"{_timed(lib[name], args.rounds):12.1f}" if lib[name] else f"{'skipped':>12s}"
+    for lib in libs.values():
+      mb = _peak_mb(lib[name]) if lib[name] else None
+      row += f"{mb:12.1f}" if mb is not None else f"{'?':>12s}"
     print(row, flush=True)
 
 

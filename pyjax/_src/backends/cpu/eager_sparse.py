@@ -434,22 +434,32 @@ def bcoo_spdot_general(lhs_data, lhs_indices, rhs_data, rhs_indices, *, lhs_spin
   b = _sp.csr_matrix((rv.astype(out_dtype), (_linear(rcoo[:, list(rc)], cs), rcol)),
                      shape=(math.prod(cs), math.prod(rfs)))
   ur, uc = np.unique(lrow), np.unique(rcol)
-  block = np.asarray((a[ur] @ b[:, uc]).todense()) if ur.size and uc.size else \
-      np.zeros((ur.size, uc.size), out_dtype)
   n_out_sparse = len(lfree) + len(rfree)
   out_nse = min(lhs_indices.shape[-2] * rhs_indices.shape[-2],
                 math.prod(lfs) * math.prod(rfs))
   idx_dtype = lhs_indices.dtype
-  fill = np.asarray(lfs + rfs, np.int64)
-  indices = np.empty((out_nse, n_out_sparse), np.int64)
-  indices[...] = fill
+  # the output is written in place (no dense block, no 64-bit index temporaries): memory
+  # is the output itself (JAX's layout: out_nse slots) plus the sparse product
+  indices = np.empty((out_nse, n_out_sparse), idx_dtype)
+  indices[...] = np.asarray(lfs + rfs, idx_dtype)
   data = np.zeros((out_nse,), out_dtype)
-  n = ur.size * uc.size
+  n = min(ur.size * uc.size, out_nse)
   if n:
-    li = np.stack(np.unravel_index(np.repeat(ur, uc.size), lfs), 1) if lfs else \
-        np.zeros((n, 0), np.int64)
-    ri = np.stack(np.unravel_index(np.tile(uc, ur.size), rfs), 1) if rfs else \
-        np.zeros((n, 0), np.int64)
-    indices[:n] = np.concatenate([li, ri], axis=1)[:out_nse]
-    data[:n] = block.reshape(-1)[:out_nse]
-  return [data, indices.astype(idx_dtype)]
+    prod = (a[ur] @ b[:, uc]).tocoo()
+    pos = prod.row.astype(np.int64) * uc.size + prod.col
+    keep = pos < out_nse
+    data[pos[keep]] = prod.data[keep]
+    cols = []
+    if lfs:
+      cols += list(np.unravel_index(ur, lfs))
+    if rfs:
+      cols += list(np.unravel_index(uc, rfs))
+    j = 0
+    for k, c in enumerate(cols):
+      rep = c.astype(idx_dtype)
+      if k < len(lfs):   # lhs free dims: each repeated once per rhs column
+        indices[:n, j] = np.repeat(rep, uc.size)[:n]
+      else:
+        indices[:n, j] = np.tile(rep, ur.size)[:n]
+      j += 1
+  return [data, indices]
