@@ -95,6 +95,23 @@ def test_quotients_by_broadcasts_match_jax():
   np.testing.assert_allclose(got[3], ref[3], rtol=4e-7, atol=0)
 
 
+def test_bool_numerator_makes_a_select_as_in_jax():
+  """XLA turns the product of a converted bool by the reciprocal into a select: False / 0
+  is 0.0 and False / -1.5 is +0.0 in JAX (eager pyjax divides: NaN and -0.0)."""
+  b = np.array([False, True])
+
+  def f(b, z):
+    return [jnp.divide(b, z), b[0] / -1.5,
+            lax.fori_loop(0, 2, lambda i, c: b.astype(jnp.float32) / z, jnp.zeros(2))]
+  z = np.zeros(1, np.float32)
+  got, _ = native(f, b, z)
+  for g, w in zip(got, numpy_tier(f, b, z)):
+    same_bits(g, w)
+  same_bits(got[0], np.array([0.0, np.inf], np.float32))
+  same_bits(got[1], np.float32(0.0))
+  same_bits(got[2], np.array([0.0, np.inf], np.float32))
+
+
 def _extreme_rows(dt):
   """Rows whose max/min is a zero of either sign met in different lanes, NaNs, infinities."""
   rng = np.random.default_rng(2)

@@ -16,8 +16,10 @@ the product infinite where the quotient was finite.
 
 The CPU backend applies it to real float32/float64 quotients wherever it sees the pattern
 in a jaxpr: the jit NumPy plan, the eager control-flow plans and the native compiler's
-program (``ir``), so the two tiers of ``jit`` give the same bits.  Eager (op-by-op) ``/``
-divides.
+program (``ir``), so the two tiers of ``jit`` give the same bits.  A numerator converted
+from a bool of the quotient's shape then makes the product a select, as XLA's next
+rewrite does (``pred_mul``): ``jit(jnp.divide)(jnp.array([False, True]), jnp.zeros(1))`` is
+``[0., inf]``, as in JAX.  Eager (op-by-op) ``/`` divides.
 """
 from __future__ import annotations
 
@@ -70,16 +72,38 @@ def mul_by_reciprocal(a, e, *, dtype):
   return np.asarray(np.multiply(np.asarray(a, dtype), reciprocal(e, dtype)), dtype)
 
 
+def bool_numerator(a, out, pred_of):
+  """The boolean operand when the numerator ``a`` is a converted bool of the quotient's
+  shape: XLA then turns the product by the reciprocal into a select (``pred_mul``), so
+  ``False / 0`` is ``0.0``; else None."""
+  if _is_literal(a) or a not in pred_of:
+    return None
+  p = pred_of[a]
+  if _is_literal(p) or tuple(p.aval.shape) != tuple(out.aval.shape):
+    return None
+  return p
+
+
+def select_reciprocal(pred, e, *, dtype, shape):
+  """``select(pred, 1 / e, 0)`` broadcast to ``shape`` in ``dtype`` (NumPy buffers)."""
+  return pred_mul.mul_by_pred(pred, reciprocal(e, dtype), dtype=dtype, shape=shape)
+
+
 def rewrite(eqn, pred_of, recip_of):
   """XLA's algebraic rewrites that the CPU backend's NumPy plans apply to ``eqn`` (this
   module's quotients, ``pred_mul``'s products by a converted bool), recording what later
   equations need in ``pred_of`` / ``recip_of`` (empty dicts per jaxpr): (NumPy function,
   operand vars, keyword params) to run instead of the equation, or None."""
   note(eqn, recip_of)
+  pred_mul.note_convert(eqn, pred_of)
   rd = match(eqn, recip_of)
   if rd is not None:
-    return mul_by_reciprocal, rd, {"dtype": eqn.outvars[0].aval.dtype}
-  pred_mul.note_convert(eqn, pred_of)
+    o = eqn.outvars[0]
+    p = bool_numerator(rd[0], o, pred_of)
+    if p is not None:
+      return select_reciprocal, (p, rd[1]), {"dtype": o.aval.dtype,
+                                             "shape": tuple(o.aval.shape)}
+    return mul_by_reciprocal, rd, {"dtype": o.aval.dtype}
   pm = pred_mul.match(eqn, pred_of)
   if pm is not None:
     o = eqn.outvars[0]
@@ -87,4 +111,5 @@ def rewrite(eqn, pred_of, recip_of):
   return None
 
 
-__all__ = ["ELIGIBLE", "note", "match", "reciprocal", "mul_by_reciprocal", "rewrite"]
+__all__ = ["ELIGIBLE", "note", "match", "reciprocal", "mul_by_reciprocal", "bool_numerator",
+           "select_reciprocal", "rewrite"]

@@ -174,7 +174,12 @@ def _convert(jaxpr, env, nodes):
         r = Value(e.shape, e.dtype)
         nodes.append(Node("div", {}, [one, e], [r]))
       out = Value(o.aval.shape, o.aval.dtype)
-      nodes.append(Node("mul", {}, [_read(env, rd[0]), r], [out]))
+      p = reciprocal_div.bool_numerator(rd[0], o, pred_of)
+      if p is not None:
+        zero = Lit(np.zeros((), o.aval.dtype)[()], o.aval.dtype)
+        nodes.append(Node("select_n", {}, [_read(env, p), zero, r], [out]))
+      else:
+        nodes.append(Node("mul", {}, [_read(env, rd[0]), r], [out]))
       env[o] = out
       continue
     pred_mul.note_convert(eqn, pred_of)
