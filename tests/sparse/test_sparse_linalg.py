@@ -52,3 +52,33 @@ def test_scipy_solvers_on_sparse_operators(solver):
     x, _ = f(op, B, tol=1e-6)
     assert x.dtype == np.float32
     np.testing.assert_allclose(np.asarray(x), want, rtol=1e-4, atol=1e-5)
+
+
+def _spd(n, seed=0):
+  rng = np.random.default_rng(seed)
+  q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+  return ((q * np.linspace(1, 10, n) ** 2) @ q.T).astype(np.float32), \
+      rng.normal(size=(n, 3)).astype(np.float32)
+
+
+def test_lobpcg_standard_top_k_matches_numpy_and_jax():
+  jsl = pytest.importorskip("jax.experimental.sparse.linalg")
+  a, x = _spd(40)
+  want = np.sort(np.linalg.eigvalsh(a.astype(np.float64)))[::-1][:3]
+  jtheta = np.asarray(jsl.lobpcg_standard(a, x, m=100)[0])
+  for op in (a, ps.BCOO.fromdense(a), lambda v, s=ps.BCSR.fromdense(a): s @ v):
+    theta, u, i = ps.linalg.lobpcg_standard(op, x, m=100)
+    assert theta.dtype == np.float32 and u.shape == (40, 3) and i.dtype == np.int32
+    assert 0 < int(i) <= 100
+    np.testing.assert_allclose(np.asarray(theta), want, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(theta), jtheta, rtol=1e-5)
+    u = np.asarray(u)
+    np.testing.assert_allclose(a @ u, u * np.asarray(theta), atol=1e-2)
+
+
+def test_lobpcg_standard_errors():
+  a, _ = _spd(40)
+  with pytest.raises(ValueError, match=r"expected search dim \* 5 < matrix dim \(got 40, 40\)"):
+    ps.linalg.lobpcg_standard(a, np.ones((40, 8), np.float32))
+  with pytest.raises(ValueError, match="must have search dim > 0, got 0"):
+    ps.linalg.lobpcg_standard(a, np.ones((40, 0), np.float32))

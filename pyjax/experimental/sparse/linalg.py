@@ -1,2 +1,3 @@
-"""jax.experimental.sparse.linalg: sparse direct solve (re-exports; see docs/sparse.md)."""
-from pyjax._src.sparse.linalg import spsolve, spsolve_p  # noqa: F401
+"""jax.experimental.sparse.linalg: sparse direct solve and LOBPCG (re-exports; see
+docs/sparse.md)."""
+from pyjax._src.sparse.linalg import lobpcg_standard, spsolve, spsolve_p  # noqa: F401
