@@ -290,8 +290,11 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
         perm.append(len(U) + c)
         c += 1
       perm.append(len(U) + nconst + d)
-    if perm != sorted(perm):
+    moved = [a for a in perm if y.shape[a] != 1]
+    if moved != sorted(moved):   # (only size-1 axes moving: a reshape is enough)
       y = lax.transpose(y, perm)
+    else:
+      y = lax.reshape(y, tuple(y.shape[a] for a in perm))
     finals.append(lax.reshape(y, tuple(n * b for n, b in zip(y.shape[0::2], y.shape[1::2]))))
   return finals
 

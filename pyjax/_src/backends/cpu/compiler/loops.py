@@ -22,7 +22,9 @@ A ``scan`` loop keeps two carry buffers in its arena (the body reads one and wri
 other; they swap after each iteration), passes the ``i``-th slice of each ``xs`` by
 pointer and has the body write the ``i``-th slice of each ``ys`` in place (``i`` counts
 down for ``reverse``); a ``while`` loop evaluates its condition into an arena byte before
-each iteration.  A batched predicate (``vmap`` of a loop) keeps iterating while any lane
+each iteration.  A scan without carries (independent iterations: ``lax.map``, Pallas grids
+whose outputs are written block by block) runs its iterations on the thread pool, each
+task on its own arena, BLAS kept on one thread meanwhile.  A batched predicate (``vmap`` of a loop) keeps iterating while any lane
 holds and restores the finished lanes of each carry after the body, as the eager
 implementation's select does.  Zero-length scans run no iteration and write no ``ys``.
 A ``cond`` reads its index (any integer or bool dtype) from ``In[0]``, sends an
@@ -275,8 +277,19 @@ def _emit_scan(tu, node):
   nout_b = ncarry + len(ys)
   name = f"pj_scan{tu.uid()}"
   tu.n_loops += 1
+  par = _parallel_scan_task(tu, name, body, nconst, xs, ys, length, reverse) \
+      if not carry and length > 1 else None
   lines = [f"static void {name}(void **In, void **Out, void **C, char *A) {{",
            "  (void)In; (void)Out; (void)C; (void)A;"]
+  if par:   # BLAS kept on one thread for the whole loop (its segments then leave it be)
+    lines += ["  if (pj_parallel_for) {",
+              "    void *X[3] = {In, Out, C};",
+              "    int prev = pj_blas_get_threads ? pj_blas_get_threads() : 0;",
+              "    if (pj_blas_set_threads && prev != 1) pj_blas_set_threads(1);",
+              f"    pj_parallel_for({par}, (void *)X, {length}, 1);",
+              "    if (pj_blas_set_threads && prev != 1) pj_blas_set_threads(prev);",
+              "    return;",
+              "  }"]
   lines += _carry_setup(carry, cur, nxt, nconst)
   lines.append(f"  void *bi[{max(nin_b, 1)}], *bo[{max(nout_b, 1)}];")
   lines.append("  (void)bi; (void)bo;")
@@ -300,6 +313,39 @@ def _emit_scan(tu, node):
   lines.append("}")
   tu.parts.append("\n".join(lines) + "\n")
   return ProgFn(name, end)
+
+
+def _parallel_scan_task(tu, name, body, nconst, xs, ys, length, reverse):
+  """A scan without carries has independent iterations (each reads its slice of the
+  ``xs`` and writes its slice of the ``ys``): a task running iterations ``[lo, hi)`` on
+  its own arena, for ``pj_parallel_for`` (Pallas grids whose outputs are written block by
+  block become such scans).  Same results as the sequential loop, in any order."""
+  task = f"{name}_task"
+  nin_b, nout_b = nconst + len(xs), len(ys)
+  size = _up(body.arena_size) if body.arena_size else 0
+  lines = [f"static void {task}(void *ctx, int64_t lo, int64_t hi) {{",
+           "  void **X = (void **)ctx;",
+           "  void **In = (void **)X[0], **Out = (void **)X[1], **C = (void **)X[2];",
+           "  (void)In; (void)Out;",
+           f"  char *raw = {size} ? (char *)pj_scratch({size} + {ALIGN}) : (char *)0;",
+           f"  char *A = raw ? (char *)(((uintptr_t)raw + {ALIGN - 1}) & ~(uintptr_t){ALIGN - 1})"
+           " : (char *)0;",
+           f"  void *bi[{max(nin_b, 1)}], *bo[{max(nout_b, 1)}];",
+           "  (void)bi; (void)bo;"]
+  for k in range(nconst):
+    lines.append(f"  bi[{k}] = In[{k}];")
+  lines.append("  for (int64_t t = lo; t < hi; t++) {")
+  lines.append(f"    const int64_t i = {f'{length - 1} - t' if reverse else 't'};")
+  for k, x in enumerate(xs):
+    lines.append(f"    bi[{nconst + k}] = (char *)In[{nconst + k}] + i * {_nbytes(x) // length};")
+  for k, y in enumerate(ys):
+    lines.append(f"    bo[{k}] = (char *)Out[{k}] + i * {_nbytes(y) // length};")
+  lines.append(f"    {body.name}(bi, bo, C, A);")
+  lines.append("  }")
+  lines.append("  if (raw) pj_unscratch(raw);")
+  lines.append("}")
+  tu.parts.append("\n".join(lines) + "\n")
+  return task
 
 
 def _emit_while(tu, node):
