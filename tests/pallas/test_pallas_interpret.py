@@ -199,20 +199,22 @@ def test_revisited_output_with_when_and_squeezed_dims():
 
 
 def _element(pl, jnp, lax, jx):
-  # overlapping windows: Element block dims take element offsets
+  # overlapping windows: Element block dims take element offsets (into the operand padded
+  # with one uninitialized element before and two after)
   def kernel(x_ref, o_ref):
     o_ref[...] = x_ref[pl.ds(0, 4)] + x_ref[pl.ds(2, 4)]
 
   def f(x, interpret):
     return pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((8,), x.dtype), grid=(2,),
-                          in_specs=[pl.BlockSpec((pl.Element(6),), lambda i: (i * 4,))],
+                          in_specs=[pl.BlockSpec((pl.Element(6, (1, 2)),), lambda i: (i * 4,))],
                           out_specs=pl.BlockSpec((4,), lambda i: (i,)),
                           interpret=interpret)(x)
   return f
 
 
-def test_element_block_dims_and_ds():
-  check(_element, _rand(10))
+def test_element_block_dims_padding_and_ds():
+  out = check(_element, _rand(8))
+  assert np.isnan(np.asarray(out)[[0, 7]]).all()
 
 
 def _kblocked(pl, jnp, lax, jx, bf16=False):
