@@ -43,7 +43,7 @@ def main(argv=None):
 
   def step(params, opt, xb, yb, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
     value, grads = jax.value_and_grad(base.loss)(params, xb, yb)
-    grads = jax.tree.map(lambda g: lax.pmean(g, "batch"), grads)
+    grads = lax.pmean(grads, "batch")      # one collective for the whole tree
     t = opt["t"] + 1
     m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, opt["m"], grads)
     v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, opt["v"], grads)

@@ -128,7 +128,8 @@ def _reduction_prim(name, reducer, public):
             if pos else _as_array(x) for x in args]
     if ctx is not None:   # across the devices of a shard_map
       _no_groups(axis_index_groups)
-      outs = [_spmd_out(ctx, _collectives.reduce(ctx, name, o, named), o) for o in outs]
+      bufs = _collectives.reduce_many(ctx, name, outs, named)
+      outs = [_spmd_out(ctx, b, o) for b, o in zip(bufs, outs)]
     return outs
   p.def_impl(impl)
   batching.axis_name_getters[p] = lambda params: params["axes"]

@@ -310,6 +310,31 @@ def reduce(ctx, kind, x, names):
   return np.asarray(ctx.reduce(kind, names, x, op), dtype=x.dtype)
 
 
+def reduce_many(ctx, kind, xs, names):
+  """``reduce`` of several operands in one collective per dtype: the operands of a
+  dtype travel as one flat value (elementwise folds: the same bits as one by one)."""
+  xs = [_np(x) for x in xs]
+  if len(xs) == 1:
+    return [reduce(ctx, kind, xs[0], names)]
+  out = [None] * len(xs)
+  by_dtype = {}
+  for i, x in enumerate(xs):
+    by_dtype.setdefault(x.dtype, []).append(i)
+  for idx in by_dtype.values():
+    flat = np.concatenate([xs[i].reshape(-1) for i in idx]) if len(idx) > 1 else xs[idx[0]]
+    red = reduce(ctx, kind, flat, names)
+    if len(idx) == 1:
+      out[idx[0]] = red
+      continue
+    red = red.reshape(-1)
+    off = 0
+    for i in idx:
+      n = xs[i].size
+      out[i] = red[off:off + n].reshape(xs[i].shape)
+      off += n
+  return out
+
+
 def all_gather(ctx, x, names, axis, tiled):
   x = _np(x)
   values, _ = ctx.exchange("all_gather", names, x)

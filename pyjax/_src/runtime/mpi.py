@@ -35,7 +35,7 @@ _TAG_ABORT = 0x5a2
 _TAG_BUF = 0x5a3
 _RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
 _RAW_KINDS = frozenset("biufcV")
-_SPIN_SECONDS = 5e-4              # poll without sleeping this long before backing off
+_SPIN_SECONDS = 2e-4              # poll without sleeping this long before backing off
 
 _world = None          # the MPITransport once initialized
 
@@ -76,6 +76,7 @@ class MPITransport(_coll.Transport):
     self._aborted = {}            # run id -> error description
     self._sends = []              # (pending send request, its buffer) until complete
     self._incoming = []           # ((key, source), values, receive requests) in flight
+    self._poller = False          # whether a waiting thread is polling MPI
     self._runs = itertools.count()
     self._host_seq = itertools.count()
 
@@ -151,26 +152,38 @@ class MPITransport(_coll.Transport):
 
   def _wait(self, ready, deadline, on_deadline, run_id=None, describe=None):
     """Poll messages until ``ready()`` (under the lock), the run is aborted or the
-    deadline passes (``on_deadline()`` raises)."""
+    deadline passes (``on_deadline()`` raises).  One waiting thread at a time polls MPI
+    (the others sleep until it takes a message or leaves), so waiting threads do not take
+    the interpreter from the device programs still computing."""
     pause = 0.0
     spin_until = time.monotonic() + _SPIN_SECONDS
-    while True:
-      self._progress()
-      if run_id is not None:   # an aborted run fails even where its data came in
-        self._check_abort(run_id, describe)
-      if ready():
-        return
-      now = time.monotonic()
-      if now >= deadline:
-        on_deadline()
-      # data in flight moves only while MPI is called (no progress thread), and the
-      # other processes usually come soon: keep polling (only letting other threads in);
-      # after a while without traffic, back off
-      if self._incoming or self._sends or now < spin_until:
-        self._cond.wait(0)
-      else:
-        self._cond.wait(pause)
-        pause = min(max(pause * 2, 5e-5), 1e-3)
+    polling = False
+    try:
+      while True:
+        if not self._poller:
+          self._poller = polling = True
+        if polling:
+          self._progress()
+        if run_id is not None:   # an aborted run fails even where its data came in
+          self._check_abort(run_id, describe)
+        if ready():
+          return
+        now = time.monotonic()
+        if now >= deadline:
+          on_deadline()
+        if not polling:
+          self._cond.wait(min(5e-3, max(deadline - now, 0)))
+        elif self._incoming or self._sends or now < spin_until:
+          # data in flight moves only while MPI is called (no progress thread), and the
+          # other processes usually come soon: keep polling; later, back off
+          self._cond.wait(0)
+        else:
+          self._cond.wait(pause)
+          pause = min(max(pause * 2, 5e-5), 1e-3)
+    finally:
+      if polling:
+        self._poller = False
+        self._cond.notify_all()
 
   def _check_abort(self, run_id, describe):
     err = self._aborted.get(run_id)
