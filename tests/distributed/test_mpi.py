@@ -132,3 +132,20 @@ def test_mpi_failures_end_every_process(tmp_path):
   assert 4.9 < waiting[1] < 7.4 and "deadline" in waiting[2].lower(), steps[2]
   assert waiting[0] in ("JaxRuntimeError", "RunAborted"), steps[2]
   assert late[0] == "RunAborted" and "deadline exceeded" in late[2], steps[2]
+
+
+@pytest.mark.slow
+def test_mpi_digits_example_matches_one_process():
+  """examples/digits_mlp_mpi.py: 2 processes x 2 devices end with the parameters of one
+  process with 4 devices (bit for bit: the printed sha256)."""
+  pytest.importorskip("sklearn")
+  example = os.path.join(HERE, "..", "..", "examples", "digits_mlp_mpi.py")
+  runs = [_mpiexec() + ["-n", "2", sys.executable, example, "--epochs", "1"],
+          [sys.executable, example, "--epochs", "1", "--single", "4"]]
+  digests = []
+  for cmd in runs:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env(),
+                       cwd=os.path.dirname(example))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    digests.append(r.stdout.split("params sha256 ")[1].split()[0])
+  assert digests[0] == digests[1]
