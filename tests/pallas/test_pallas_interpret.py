@@ -665,3 +665,10 @@ def _strided(pl, jnp, lax, jx):
 
 def test_strided_ds_and_traced_scalar_index():
   check(_strided, _rand(8))
+
+
+def test_grids_in_both_modes(mode):
+  # x64 (the slow run): loop indices stay int32 program ids, float64 blocks
+  check(_iota)
+  check(_kblocked, _rand((8, 12)), _rand((12, 8), seed=1))
+  check(_ragged, _rand((10, 7)).astype(np.float64 if mode else np.float32))

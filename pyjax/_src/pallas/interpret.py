@@ -240,6 +240,7 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
   n_inner = functools.reduce(operator.mul, [grid[a] for a in R], 1)
 
   def point(loop_idx, blocks, scratch):
+    loop_idx = [lax.convert_element_type(i, jnp.int32) for i in loop_idx]   # (x64 loops)
     views = []
     for x, bm in zip(ins, gm.block_mappings[:n_in]):
       st = [jnp.asarray(s, jnp.int32) for s in _start_indices(bm, loop_idx, scalars)]
