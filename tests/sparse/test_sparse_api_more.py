@@ -67,6 +67,12 @@ def _cases(L, S, J):
   val, vg = S.value_and_grad(lambda m: (m @ v).sum())(bm)
   out["value_and_grad"] = (val, vg.data)
   out["jacfwd"] = S.jacfwd(lambda m: m @ v)(bm).data
+  m3 = S.BCOO.fromdense(L.asarray(np.arange(24.).reshape(2, 3, 4) *
+                                  (np.arange(24).reshape(2, 3, 4) % 3 == 0)))
+  for k, ix in enumerate([(L.array([1, 0]),), (1, L.array([2, 0, 1])),
+                          (L.array([0, -1]), slice(None)), (slice(None), L.array([[2], [0]]))]):
+    r = m3[ix]
+    out[f"getitem_array{k}"] = (r.todense(), r.nse, r.n_batch)
   out["bcsr_concat"] = S.bcsr_concatenate([S.BCSR.fromdense(L.asarray(M))] * 2,
                                           dimension=0).todense()
   return out
@@ -82,7 +88,8 @@ _KEYS = sorted([
     "coo_fd", "csr_fd", "csc_fd", "csr_mv", "csc_mv", "csr_dense", "csc_dense", "csr_mm",
     "csr_gdata", "csr_jit_fd", "eye_csr", "eye_csc", "eye_coo", "empty_csc", "todense_csr",
     "todense_dense", "todense_grad", "bid", "bid_sparse1", "dslice", "dslice_jit", "rev",
-    "rev_batch", "gather", "sparse_grad", "value_and_grad", "jacfwd", "bcsr_concat"])
+    "rev_batch", "gather", "sparse_grad", "value_and_grad", "jacfwd", "bcsr_concat",
+    "getitem_array0", "getitem_array1", "getitem_array2", "getitem_array3"])
 
 
 @pytest.mark.parametrize("key", _KEYS)
@@ -111,6 +118,8 @@ def test_classes_and_errors():
     ps.empty((2, 2), sparse_format="dia")
   with pytest.raises(KeyError):
     ps.eye(2, sparse_format="bcsr")
+  with pytest.raises(NotImplementedError, match="non-adjacent"):
+    ps.BCOO.fromdense(np.ones((2, 3, 4), np.float32))[0, 1:3, pnp.array([3, 0])]
   leaves, tree = pyjax.tree_util.tree_flatten(ps.CSR.fromdense(M))
   assert len(leaves) == 3 and pyjax.tree_util.tree_unflatten(tree, leaves).shape == (3, 4)
 

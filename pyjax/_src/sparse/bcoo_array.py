@@ -191,7 +191,8 @@ class BCOO:
   def __getitem__(self, idx):
     """Integer and slice indexing (positive steps): ``bcoo_slice`` then ``bcoo_squeeze``
     of the integer-indexed dimensions; the result keeps ``nse`` entries (those outside
-    the slice are moved out of bounds), as JAX's."""
+    the slice are moved out of bounds), as JAX's.  One integer-array index (with
+    adjacent integers and any slices) goes through ``bcoo_gather``."""
     if not isinstance(idx, tuple):
       idx = (idx,)
     if len(idx) > self.ndim:
@@ -211,8 +212,11 @@ class BCOO:
       try:
         i = operator.index(i)
       except TypeError:
+        if getattr(i, "ndim", 0) > 0:   # an integer array: bcoo_gather
+          from pyjax._src.sparse.indexing import bcoo_getitem_array
+          return bcoo_getitem_array(self, idx)
         raise NotImplementedError(f"BCOO indexing with {type(i).__name__} indices "
-                                  "(only integers and slices)") from None
+                                  "(integers, slices and one integer array)") from None
       if not -size <= i < size:
         raise IndexError(f"index {i} is out of bounds for axis {d} with size {size}")
       i %= size

@@ -205,3 +205,34 @@ def bcsr_concatenate(operands, *, dimension):
   return BCSR.from_bcoo(out)
 
 
+
+
+def bcoo_getitem_array(mat, idx):
+  """``mat[idx]`` where ``idx`` holds one integer-array index (any rank) and otherwise
+  integers and slices (``BCOO.__getitem__``'s array case): the integers and slices go
+  through ``bcoo_slice``/``bcoo_squeeze``, the array through ``bcoo_gather`` (negative
+  entries count from the end).  Integers not adjacent to the array (NumPy would move the
+  advanced dimensions to the front) raise NotImplementedError."""
+  from pyjax import lax
+  jnp = _jnp()
+  arrays = [d for d, i in enumerate(idx) if hasattr(i, "shape") and getattr(i, "ndim", 0) > 0]
+  if len(arrays) != 1:
+    raise NotImplementedError("BCOO indexing with more than one array index")
+  d = arrays[0]
+  ints = [k for k, i in enumerate(idx) if k != d and not isinstance(i, slice)]
+  if ints and any(abs(k - d) != 1 for k in ints) or len(ints) > 1:
+    raise NotImplementedError("BCOO indexing mixing an array with non-adjacent integers")
+  arr = jnp.asarray(idx[d])
+  if not jnp.issubdtype(arr.dtype, jnp.integer):
+    raise NotImplementedError(f"BCOO indexing with {arr.dtype} array indices")
+  rest = tuple(slice(None) if k == d else i for k, i in enumerate(idx))
+  mat = mat[rest]
+  d -= sum(1 for k in ints if k < d)     # integers before the array were squeezed away
+  size = mat.shape[d]
+  arr = jnp.where(arr < 0, arr + size, arr)
+  n_out = mat.ndim - 1 + arr.ndim
+  offset = tuple(range(d)) + tuple(range(d + arr.ndim, n_out))
+  dn = lax.GatherDimensionNumbers(offset_dims=offset, collapsed_slice_dims=(d,),
+                                  start_index_map=(d,))
+  sizes = tuple(1 if k == d else s for k, s in enumerate(mat.shape))
+  return bcoo_gather(mat, arr[..., None], dn, sizes)
