@@ -345,9 +345,8 @@ def all_gather(ctx, x, names, axis, tiled):
 
 def reduce_scatter(ctx, x, names, dim, tiled):
   x = _np(x)
-  values, rank = ctx.exchange("psum_scatter", names, x)
-  total = np.asarray(_fold(np.add, values), dtype=x.dtype)
-  n = len(values)
+  total = np.asarray(ctx.reduce("psum_scatter", names, x, np.add), dtype=x.dtype)
+  rank, n = ctx.group(names)[1:]
   if tiled:
     k = total.shape[dim] // n
     return np.ascontiguousarray(np.take(total, np.arange(rank * k, (rank + 1) * k), axis=dim))
