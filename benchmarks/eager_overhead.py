@@ -9,7 +9,7 @@ pyjax to: small-array ops at most half of JAX's time, large ops (1M elements; th
 column mean, standard deviation and row normalization 100,000; selu is the JAX
 quickstart's) at most JAX's time.  Large eager ops run on prebuilt native kernels
 (elementwise, broadcast, column reductions, full float sums, ``jnp.var``/``std`` over
-leading axes) or NumPy's loops on threads (``backends/cpu/eager_native.py``);
+leading axes) or NumPy's loops on threads (``backends/cpu/eager/native.py``);
 their kernels are built during the warm-up calls (``PYJAX_COMPILE=sync`` is set so that
 the first call builds).
 ``--timer cpu`` measures process CPU time instead of wall time (steadier on a loaded

@@ -7,7 +7,7 @@ with ``a = jnp.array(range(n * n)).reshape((n, n))`` (int32), eagerly and jitted
 with ``block_until_ready`` and without it (the call returns a pending Array, so this is
 the dispatch time alone); ``int8 x int8 -> int32`` (``preferred_element_type``);
 float16 and bfloat16 products (and bfloat16 -> float32); float32 (BLAS) for reference.
-pyjax's integer and half products run on its native GEMM (``compiler/gemm_c.py``).
+pyjax's integer and half products run on its native GEMM (``compiler/kernels/gemm.py``).
 NumPy has no BLAS for integers (its int32 matmul is a plain loop) nor for halves: its
 column multiplies halves in float32 (``a.astype(f32) @ b.astype(f32)``, then rounds),
 which is not the same computation.

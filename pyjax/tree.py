@@ -8,7 +8,7 @@ from pyjax._src.tree_util import (
 )
 
 # typed PRNG key arrays are leaves of the public pytree functions, as in JAX
-from pyjax._src.tree_util_public import (
+from pyjax._src.tree_util.public import (
     tree_all as all,
     tree_broadcast as broadcast,
     tree_flatten as flatten,

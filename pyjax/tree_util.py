@@ -30,7 +30,7 @@ from pyjax._src.tree_util import (
 )
 
 # typed PRNG key arrays are leaves of the public pytree functions, as in JAX
-from pyjax._src.tree_util_public import (
+from pyjax._src.tree_util.public import (
     all_leaves as all_leaves,
     tree_all as tree_all,
     tree_broadcast as tree_broadcast,

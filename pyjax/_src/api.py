@@ -793,14 +793,9 @@ class JitWrapped:
     donate = None
     if any(entry.donated):
       donate = _check_donations(entry, leaves)
-    if donate:
-      for i in donate:   # first: then ``bufs`` holds the only references to their buffers
+      for i in donate or ():   # first: then ``bufs`` holds the only references to them
         leaves[i]._donate()
-      outs = exe.call_donating(bufs, donate)
-    else:
-      outs = _execute(exe, bufs)
-    out_dev = exe_dev
-    arrays = [ArrayImpl(b, a, out_dev, committed) for b, a in zip(outs, entry.out_avals)]
+    arrays = _run_executable(exe, bufs, entry.out_avals, exe_dev, committed, donate)
     if _jit_sharding.lays_out(entry.closed, leaves):   # sharded inputs or constraints:
       arrays = _jit_sharding.layout_jit_outputs(entry.closed, leaves, arrays)   # no fast path
       return entry.out_tree.unflatten(arrays)
@@ -940,6 +935,15 @@ def _buffer(x, aval):
   return b
 
 
+def _run_executable(exe, bufs, out_avals, device, committed, donate=None):
+  """Every jitted execution (a ``jit`` call's slow path, an eager ``jit`` equation) runs
+  here: ``exe`` on the argument buffers (``donate``: the positions whose buffers it may
+  reuse), its results wrapped as Arrays on ``device``.  The fast path
+  (``_make_fast_runner``) inlines the same steps."""
+  outs = exe.call_donating(bufs, donate) if donate else _execute(exe, bufs)
+  return [ArrayImpl(b, a, device, committed) for b, a in zip(outs, out_avals)]
+
+
 def _execute(exe, bufs):
   """``exe.fn(*bufs)``, or ``exe.call_pending(bufs)`` when some inputs are pending."""
   for b in bufs:
@@ -1008,8 +1012,7 @@ def _jit_impl(*args, jaxpr, donated_invars, name, in_shardings, **params):
   if exe is None:
     exe = _compile(cache, jaxpr, exe_dev, name)
   bufs = [_buffer(x, a) for x, a in zip(args, jaxpr.in_avals)]
-  outs = _execute(exe, bufs)
-  arrays = [ArrayImpl(b, a, exe_dev, committed) for b, a in zip(outs, jaxpr.out_avals)]
+  arrays = _run_executable(exe, bufs, jaxpr.out_avals, exe_dev, committed)
   if _config.debug_special:   # jax_debug_nans/infs: re-run the jaxpr op by op on NaN/inf
     from pyjax._src import debug_nans
     debug_nans.check_jit_outputs(

@@ -14,7 +14,7 @@
   ``IO`` (or ``OrderedIO``) effect, so it is never dropped; not differentiable; under
   ``vmap`` it runs once per batch element (ordered ones cannot be vmapped).
 
-The eager (and jitted) implementations live in ``backends/cpu/eager_callbacks.py``: the
+The eager (and jitted) implementations live in ``backends/cpu/eager/callbacks.py``: the
 callback receives Arrays and its results are checked against ``result_avals``.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
-from pyjax._src.backends.cpu import eager_callbacks as _host  # noqa: F401  (registers impls)
+from pyjax._src.backends.cpu.eager import callbacks as _host  # noqa: F401  (registers impls)
 from pyjax._src.interpreters import ad
 
 __all__ = ["pure_callback", "io_callback", "pure_callback_p", "io_callback_p", "IOEffect",

@@ -433,7 +433,7 @@ def _check_backend_impl(*bufs, err_tree, debug):
 
 
 def _register_backend():
-  from pyjax._src.backends.cpu import registry
+  from pyjax._src.backends.cpu.eager import registry
   registry.impls.setdefault("check", _check_backend_impl)
 
 

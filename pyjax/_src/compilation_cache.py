@@ -1,5 +1,5 @@
 """The persistent compilation cache's public controls, mapped onto pyjax's disk cache of
-compiled native libraries (``backends/cpu/compiler/cache.py``: ``<dir>/pyjax/cpu-<format>``
+compiled native libraries (``backends/cpu/compiler/native/cache.py``: ``<dir>/pyjax/cpu-<format>``
 under the configured directory)."""
 from __future__ import annotations
 
@@ -32,6 +32,6 @@ def reset_cache():
   """Return the cache to its uninitialized state: the in-memory table of loaded libraries
   is emptied, so the next compilation looks at the (possibly newly configured) directory
   again.  Files already on disk are kept, as in JAX."""
-  cache = sys.modules.get("pyjax._src.backends.cpu.compiler.cache")
+  cache = sys.modules.get("pyjax._src.backends.cpu.compiler.native.cache")
   if cache is not None:
     cache.clear_memory()

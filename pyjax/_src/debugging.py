@@ -7,7 +7,7 @@ Primitives (JAX's names, params and printing):
   ``debug_print_p`` (``fmt``, ``ordered``, ``partitioned``, ``in_tree``, ``static_args``,
   ``np_printoptions``, ``has_placeholders``, ``logging_record``).  Both have no outputs
   and the ``Debug`` (or ``OrderedDebug``) effect, so compiled programs keep them.
-* Eager implementation: ``backends/cpu/eager_callbacks.py`` (by name, used by jitted
+* Eager implementation: ``backends/cpu/eager/callbacks.py`` (by name, used by jitted
   programs) and ``impl`` here (eager calls, which keep the arguments' weak types).
 * JVP: the callback sees the primal values only (once under ``grad``); transpose: no
   cotangents; batching: the callback runs once per batch element.
@@ -25,7 +25,7 @@ import numpy as np
 
 from pyjax._src import core
 from pyjax._src import tree_util
-from pyjax._src.backends.cpu import eager_callbacks as _host
+from pyjax._src.backends.cpu.eager import callbacks as _host
 from pyjax._src.interpreters import ad
 from pyjax._src.runtime import dispatch
 

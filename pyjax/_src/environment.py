@@ -46,11 +46,11 @@ _CACHES = (
     ("pyjax._src.lax.control_flow.loops", "_fori_scan_bodies"),
     ("pyjax._src.lax.control_flow.loops", "_fori_while_bodies"),
     ("pyjax._src.lax.control_flow.loops", "_map_bodies"),
-    ("pyjax._src.lax.slicing", "_combiner_cache"),
-    ("pyjax._src.lax.slicing", "_apply_cache"),
+    ("pyjax._src.lax.gather_scatter", "_combiner_cache"),
+    ("pyjax._src.lax.gather_scatter", "_apply_cache"),
     ("pyjax._src.interpreters.batching", "_jaxpr_cache"),
     ("pyjax._src.interpreters.ad", "_rule_caches"),
-    ("pyjax._src.backends.cpu.eager_control_flow", "_plans"),
+    ("pyjax._src.backends.cpu.eager.control_flow", "_plans"),
     ("pyjax._src.ad_checkpoint", "_trace_cache"),
 )
 _LRU = (("pyjax._src.lax.dot", None), ("pyjax._src.lax.convolution", None))
@@ -79,14 +79,14 @@ def clear_caches():
   for w in list(jit_wrappers):
     w._fast.clear()
     w._own_cache.clear()
-  cache = sys.modules.get("pyjax._src.backends.cpu.compiler.cache")
+  cache = sys.modules.get("pyjax._src.backends.cpu.compiler.native.cache")
   if cache is not None:
     cache.clear_memory()
 
 
 def _compiler_info():
   try:
-    from pyjax._src.backends.cpu.compiler import build
+    from pyjax._src.backends.cpu.compiler.native import build
     tc = build.toolchain()
   except Exception:  # noqa: BLE001
     tc = None

@@ -39,7 +39,7 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
-from pyjax._src.backends.cpu import eager_ffi as _backend
+from pyjax._src.backends.cpu.eager import ffi as _backend
 from pyjax._src.interpreters import ad
 
 __all__ = ["ffi_call", "register_ffi_target", "register_ffi_type_id", "pycapsule",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pyjax._src import core, dtypes
-from pyjax._src.lax import slicing
+from pyjax._src.lax import gather_scatter
 from pyjax._src.numpy import array_constructors as _ac
 from pyjax._src.numpy import creation as _cr
 from pyjax._src.numpy import reductions as _red
@@ -17,11 +17,11 @@ __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
 def _identity(op, dtype):
   """The value every segment starts from (what an empty segment returns)."""
-  if op is slicing.scatter_add:
+  if op is gather_scatter.scatter_add:
     return 0
-  if op is slicing.scatter_mul:
+  if op is gather_scatter.scatter_mul:
     return 1
-  if op is slicing.scatter_min:
+  if op is gather_scatter.scatter_min:
     if dtype == np.bool_:
       return True
     return np.iinfo(dtype).max if dtypes.is_int(dtype) else float("inf")
@@ -33,7 +33,7 @@ def _identity(op, dtype):
 def _segment_update(name, data, segment_ids, op, reducer, num_segments, indices_are_sorted,
                     unique_indices, bucket_size, mode):
   check_arraylike(name, data, segment_ids)
-  mode = slicing.GatherScatterMode.FILL_OR_DROP if mode is None else mode
+  mode = gather_scatter.GatherScatterMode.FILL_OR_DROP if mode is None else mode
   data = _ac.asarray(data)
   segment_ids = _ac.asarray(segment_ids)
   dtype = core.get_aval(data).dtype
@@ -74,7 +74,7 @@ def segment_sum(data, segment_ids, num_segments=None, indices_are_sorted=False,
   ``out_sharding`` is accepted and ignored (one device).
   """
   del out_sharding
-  return _segment_update("segment_sum", data, segment_ids, slicing.scatter_add, _red.sum,
+  return _segment_update("segment_sum", data, segment_ids, gather_scatter.scatter_add, _red.sum,
                          num_segments, indices_are_sorted, unique_indices, bucket_size, mode)
 
 
@@ -83,7 +83,7 @@ def segment_prod(data, segment_ids, num_segments=None, indices_are_sorted=False,
   """Product of ``data``'s rows per segment; empty segments are 1.  Arguments as
   :func:`segment_sum`."""
   del out_sharding
-  return _segment_update("segment_prod", data, segment_ids, slicing.scatter_mul, _red.prod,
+  return _segment_update("segment_prod", data, segment_ids, gather_scatter.scatter_mul, _red.prod,
                          num_segments, indices_are_sorted, unique_indices, bucket_size, mode)
 
 
@@ -92,7 +92,7 @@ def segment_max(data, segment_ids, num_segments=None, indices_are_sorted=False,
   """Maximum of ``data``'s rows per segment; empty segments are ``-inf`` (the smallest
   integer for integers, False for bool).  Arguments as :func:`segment_sum`."""
   del out_sharding
-  return _segment_update("segment_max", data, segment_ids, slicing.scatter_max, _red.max,
+  return _segment_update("segment_max", data, segment_ids, gather_scatter.scatter_max, _red.max,
                          num_segments, indices_are_sorted, unique_indices, bucket_size, mode)
 
 
@@ -101,5 +101,5 @@ def segment_min(data, segment_ids, num_segments=None, indices_are_sorted=False,
   """Minimum of ``data``'s rows per segment; empty segments are ``inf`` (the largest
   integer for integers, True for bool).  Arguments as :func:`segment_sum`."""
   del out_sharding
-  return _segment_update("segment_min", data, segment_ids, slicing.scatter_min, _red.min,
+  return _segment_update("segment_min", data, segment_ids, gather_scatter.scatter_min, _red.min,
                          num_segments, indices_are_sorted, unique_indices, bucket_size, mode)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pyjax._src import core
 from pyjax._src.interpreters import batching
 from pyjax._src.lax import parallel as _par
-from pyjax._src.lax import parallel_extra as _px
+from pyjax._src.lax import parallel as _px
 
 _EMPTY = frozenset()
 _REDUCTIONS = (_par.psum_p, _par.pmax_p, _par.pmin_p)

@@ -1,5 +1,5 @@
 """The disk cache of compiled programs under bad entries, bad paths, concurrency and size
-limits, and the unloading of programs nobody uses (backends/cpu/compiler/cache.py).
+limits, and the unloading of programs nobody uses (backends/cpu/compiler/native/cache.py).
 
 Every scenario checks that jitted programs still give correct results, that a bad entry is
 treated as a miss and repaired, and that no temporary file or directory is left behind.
@@ -18,7 +18,8 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build, cache
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.native import cache
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,7 +37,8 @@ def _run(code, env_extra, timeout=240):
 # runtime's thread pool loaded.
 _PROG = """
 import sys, warnings, numpy as np, pyjax, pyjax.numpy as jnp
-from pyjax._src.backends.cpu.compiler import build, runtime
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.native import runtime
 warnings.simplefilter("always")
 k = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
 x = np.linspace(-2, 2, 64).astype(np.float32)
@@ -70,7 +72,7 @@ def _no_leftovers(d):
 
 
 def _runtime_key():
-  from pyjax._src.backends.cpu.compiler import runtime
+  from pyjax._src.backends.cpu.compiler.native import runtime
   return cache.cache_key(runtime.RUNTIME_C, build.toolchain())
 
 
@@ -240,7 +242,7 @@ def test_unusable_cache_path_one_private_dir_removed_at_exit(tmp_path, kind):
     d = "/proc/pyjax-no-such-cache"
   code = textwrap.dedent("""
       import os, warnings, numpy as np, pyjax, pyjax.numpy as jnp
-      from pyjax._src.backends.cpu.compiler import cache
+      from pyjax._src.backends.cpu.compiler.native import cache
       with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         x = np.arange(8, dtype=np.float32)

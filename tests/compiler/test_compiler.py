@@ -6,7 +6,7 @@ Every test that checks native results compiles synchronously (``PYJAX_COMPILE=sy
 where it matters, that no equation fell back to NumPy).  The NumPy reference is the same
 jitted program run with native compilation off.  Both tiers must agree bit for bit (NaN
 payloads aside): the NumPy tier computes transcendental functions with the compiler's own
-C (``tier_native.py``); against JAX they agree within a few ulps (XLA's polynomials are
+C (``numpy_tier/native.py``); against JAX they agree within a few ulps (XLA's polynomials are
 others).
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pyjax._src import api
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 import sanitizers
 
@@ -163,7 +163,7 @@ def _unary_fn(name):
 
 
 def _ulps_for(name, dt):
-  """Ulps allowed between the tiers: none (``tier_native.py``; with ``PYJAX_LIBMVEC=1``
+  """Ulps allowed between the tiers: none (``numpy_tier/native.py``; with ``PYJAX_LIBMVEC=1``
   libmvec's vector functions and libm's scalar ones differ, so the old bounds apply)."""
   if name in _EXACT_UNARY_FLOAT or os.environ.get("PYJAX_LIBMVEC", "") in ("", "0"):
     return 0
@@ -855,7 +855,7 @@ def test_raw_c_abi_pointer_array():
   x = np.arange(10, dtype=np.float32)
   _, exe = native(lambda x: x * 2 + 1, x)
   prog = exe.native
-  from pyjax._src.backends.cpu.compiler import cache
+  from pyjax._src.backends.cpu.compiler.native import cache
   lib = cache.get_library(prog.source, prog.toolchain)
   seg = prog.segments[0]
   assert seg.arena_size == 0 and not seg.consts

@@ -1,4 +1,4 @@
-"""Native loops of the CPU compiler (``backends/cpu/compiler/loops.py``): ``scan``,
+"""Native loops of the CPU compiler (``backends/cpu/compiler/kernels/control_flow.py``): ``scan``,
 ``while_loop`` and ``fori_loop`` run as C loops (one native call per jitted call), with
 results equal to the NumPy tier and to JAX."""
 import numpy as np
@@ -8,7 +8,7 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 import sanitizers
 

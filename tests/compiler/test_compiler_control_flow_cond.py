@@ -1,4 +1,4 @@
-"""``cond`` / ``lax.switch`` in the CPU compiler (``backends/cpu/compiler/loops.py``): the
+"""``cond`` / ``lax.switch`` in the CPU compiler (``backends/cpu/compiler/kernels/control_flow.py``): the
 branch is chosen by a C ``switch`` inside the native program -- at the top level of a
 jitted function and inside native ``scan`` / ``while`` / ``fori_loop`` bodies -- so a
 program (or loop body) holding a ``cond`` is one native call.  Results equal the NumPy
@@ -10,7 +10,7 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 from pyjax._src.lax.control_flow.conditionals import cond_p
 
 import sanitizers

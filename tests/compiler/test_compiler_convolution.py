@@ -1,14 +1,14 @@
-"""Native ``conv_general_dilated`` of the CPU compiler (``backends/cpu/compiler/conv.py``):
+"""Native ``conv_general_dilated`` of the CPU compiler (``backends/cpu/compiler/kernels/convolution.py``):
 float32/float64 convolutions with any dimension numbers, strides, padding, dilations and
 groups run in C; results equal the NumPy tier bit for bit (it runs the same kernels,
-``tier_native.py``) and the eager NumPy implementation and JAX to rounding."""
+``numpy_tier/native.py``) and the eager NumPy implementation and JAX to rounding."""
 import numpy as np
 import pytest
 
 import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 jax = pytest.importorskip("jax")
 
@@ -53,7 +53,7 @@ def test_conv_native_matches(dt, case):
     (got,), exe = _run("sync", f, x, w)
     assert exe.tier == "native" and not exe.native.host_steps
     assert "conv" in exe.as_text()
-    # the NumPy tier runs the native kernel too (tier_native.py): the same bits; the eager
+    # the NumPy tier runs the native kernel too (numpy_tier/native.py): the same bits; the eager
     # NumPy implementation (im2col + matmul) is the independent reference
     (want,), _ = _run("off", f, x, w)
     np.testing.assert_array_equal(got, want)

@@ -9,7 +9,7 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 

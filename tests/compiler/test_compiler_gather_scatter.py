@@ -1,5 +1,5 @@
 """Native ``gather`` and ``scatter*`` kernels of the CPU compiler
-(``backends/cpu/compiler/gather_scatter.py``): results equal the NumPy tier bit for bit
+(``backends/cpu/compiler/kernels/gather_scatter.py``): results equal the NumPy tier bit for bit
 (duplicate indices, out-of-bounds indices in every mode, NaN and signed zeros included)
 and JAX's values; the generated C contains the kernels, so a node that fell back to a
 NumPy step fails the tests."""
@@ -15,7 +15,7 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 import sanitizers
 

@@ -1,4 +1,4 @@
-"""The native GEMM for integer, bool and half-precision dots (compiler/gemm_c.py): eager,
+"""The native GEMM for integer, bool and half-precision dots (compiler/kernels/gemm.py): eager,
 jit on the NumPy tier and jit on the native tier, against NumPy (wrap-around integer
 arithmetic, sequential float32 sums) and real JAX.
 
@@ -18,9 +18,10 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
-from pyjax._src.backends.cpu import eager_linalg
+from pyjax._src.backends.cpu.eager import dot
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build, gemm_c
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.kernels import gemm as gemm_c
 
 import sanitizers
 
@@ -218,7 +219,7 @@ def test_small_int_products_stay_on_numpy(monkeypatch):
   a = jnp.ones((4, 4), jnp.int32)
   np.testing.assert_array_equal(jnp.dot(a, a), np.full((4, 4), 4))
   assert not calls
-  assert eager_linalg.NATIVE_INT_MIN_WORK == 16384
+  assert dot.NATIVE_INT_MIN_WORK == 16384
   b, c = jnp.ones((16, 31), jnp.int32), jnp.ones((31, 32), jnp.int32)  # 15872 multiply-adds
   np.testing.assert_array_equal(jnp.dot(b, c), np.full((16, 32), 31))
   assert not calls

@@ -1,4 +1,4 @@
-"""float16 in the generated C (``lower_c._FLOAT_HELPERS``): ``pj_h2f``/``pj_f2h`` convert by
+"""float16 in the generated C (``elementwise._FLOAT_HELPERS``): ``pj_h2f``/``pj_f2h`` convert by
 integer operations and selects (so half kernels vectorize; GCC does not vectorize
 ``_Float16`` conversions) and ``pj_rh`` rounds a float to half precision without
 converting.  Built directly and swept over bit patterns against NumPy's conversions (a NaN
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import pyjax.numpy as jnp
-from pyjax._src.backends.cpu.compiler import build, lower_c
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.kernels import elementwise
 from test_compiler import native, numpy_path
 
 pytestmark = [
@@ -42,7 +43,7 @@ def lib():
   tc = build.toolchain()
   with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "half.so")
-    tc.compile(lower_c.prelude(tc.float16, mvec=False) + _LOOPS, path)
+    tc.compile(elementwise.prelude(tc.float16, mvec=False) + _LOOPS, path)
     so = ctypes.CDLL(path)
 
   def run(name, x, out_dtype):
@@ -117,7 +118,7 @@ def test_f2h_and_rh_every_float_slow():
     pytest.skip("no _Float16 in this C compiler")
   with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "every.so")
-    tc.compile(lower_c.prelude(True, mvec=False) + _EVERY_FLOAT, path)
+    tc.compile(elementwise.prelude(True, mvec=False) + _EVERY_FLOAT, path)
     fn = ctypes.CDLL(path).t_every
     fn.restype = ctypes.c_long
     assert fn() == 0

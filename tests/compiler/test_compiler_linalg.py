@@ -1,5 +1,5 @@
 """Native ``lu``, ``triangular_solve`` and ``lu_pivots_to_permutation`` kernels of the CPU
-compiler (``backends/cpu/compiler/linalg_c.py``): results equal the NumPy tier bit for bit
+compiler (``backends/cpu/compiler/linalg.py``): results equal the NumPy tier bit for bit
 (same LAPACK/BLAS routines on the same copies) and JAX's within rounding; the programs
 have no NumPy step left, and a loop holding a solve runs as a C loop."""
 from __future__ import annotations
@@ -10,12 +10,13 @@ import pytest
 import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build, linalg_c
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.kernels import linalg
 from pyjax.scipy.linalg import lu_factor, lu_solve
 
 from test_compiler import numpy_path, x64_if
 
-pytestmark = pytest.mark.skipif(build.toolchain() is None or not linalg_c._library(),
+pytestmark = pytest.mark.skipif(build.toolchain() is None or not linalg._library(),
                                 reason="no C compiler or no SciPy-bundled OpenBLAS")
 
 

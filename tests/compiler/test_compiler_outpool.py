@@ -1,11 +1,12 @@
 """Large outputs of native executables come from a pool of idle buffers
-(compiler/outpool.py): reused only when nothing references them any more."""
+(compiler/native/outpool.py): reused only when nothing references them any more."""
 import numpy as np
 import pytest
 
 import pyjax
 import pyjax.numpy as jnp
-from pyjax._src.backends.cpu.compiler import build, outpool
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.native import outpool
 
 from test_compiler import compile_mode
 

@@ -12,7 +12,8 @@ import pytest
 import pyjax
 from pyjax._src import core
 from pyjax._src.backends.cpu import eager
-from pyjax._src.backends.cpu.compiler import lower_c, opaque, primitive_table as table
+from pyjax._src.backends.cpu.compiler import opaque, primitive_table as table
+from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
 
 
 def _registered():
@@ -54,7 +55,7 @@ def test_every_primitive_has_an_eager_implementation(registered):
 
 
 def test_table_agrees_with_lowering_rules_and_kernels():
-  assert set(lower_c.RULES) == table.C_EXPRESSIONS
+  assert set(elementwise_c.RULES) == table.C_EXPRESSIONS
   opaque._load()
   kernels = set(opaque._REGISTRY)
   assert kernels <= table.names("kernel") | table.names("dot")
@@ -69,11 +70,12 @@ def test_table_agrees_with_lowering_rules_and_kernels():
 
 
 def test_stage_sets_are_the_tables():
-  from pyjax._src.backends.cpu import tier_native
-  from pyjax._src.backends.cpu.compiler import fusion, ir, loops, simplify
+  from pyjax._src.backends.cpu.numpy_tier import native as tier_native
+  from pyjax._src.backends.cpu.compiler import fusion, ir, simplify
+  from pyjax._src.backends.cpu.compiler.kernels import control_flow
   assert simplify.ELEMENTWISE is table.SCALAR_OPERANDS
   assert fusion.LAYOUT_PRIMS is table.LAYOUT and fusion.REDUCE_PRIMS is table.REDUCE
-  assert loops.CONTROL_PRIMS is table.CONTROL and ir._INLINE_CALLS is table.INLINE_CALLS
+  assert control_flow.CONTROL_PRIMS is table.CONTROL and ir._INLINE_CALLS is table.INLINE_CALLS
   assert tier_native.PRIMS is table.INEXACT
   # what the rows say: sin is a libm call, never recomputed per consumer, inexact
   r = table.row("sin")

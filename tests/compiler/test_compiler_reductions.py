@@ -10,7 +10,7 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),

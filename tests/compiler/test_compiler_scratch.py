@@ -1,4 +1,4 @@
-"""Kernels' temporary memory (``runtime.py``: ``pj_scratch_alloc`` / ``pj_scratch_free``):
+"""Kernels' temporary memory (``native/runtime.py``: ``pj_scratch_alloc`` / ``pj_scratch_free``):
 per-thread buffers kept between calls, so steady-state calls of native programs that need
 scratch (long row buffers, split-row partial sums, tree partial grids, sort keys, window
 rows) allocate nothing but their outputs; the allocator itself under odd orders and
@@ -15,7 +15,8 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build, runtime
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.native import runtime
 
 pytestmark = [
     pytest.mark.skipif(build.toolchain() is None, reason="no C compiler"),

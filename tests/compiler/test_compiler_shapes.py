@@ -1,5 +1,5 @@
 """Native ``dynamic_slice``, ``dynamic_update_slice``, ``concatenate``, ``stack`` and
-``split`` kernels of the CPU compiler (``backends/cpu/compiler/slicing_c.py``): results
+``split`` kernels of the CPU compiler (``backends/cpu/compiler/kernels/shapes.py``): results
 equal the NumPy tier bit for bit and JAX's values, for every storable dtype, start indices
 of several integer dtypes in bounds, out of bounds and negative (clamped, as XLA does),
 ranks 0-4 with 0- and 1-sized dimensions; the generated C contains the kernels, so a node
@@ -17,7 +17,7 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 import sanitizers
 

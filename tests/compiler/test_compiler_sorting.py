@@ -1,5 +1,5 @@
 """Native ``sort``, ``top_k`` and cumulative reductions of the CPU compiler
-(``backends/cpu/compiler/sort_cum.py``): they run inside the native segment (and inside
+(``backends/cpu/compiler/kernels/sorting.py``): they run inside the native segment (and inside
 native loops) instead of as NumPy steps, with results equal to the NumPy tier bit for bit
 and to real JAX (exactly for sorts, integers and extrema; to rounding for float sums,
 products and logsumexps, whose order XLA chooses differently)."""
@@ -16,7 +16,7 @@ import pytest
 import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 import sanitizers
 
@@ -63,7 +63,7 @@ def leaves(x):
   return [np.asarray(v) for v in pyjax.tree_util.tree_leaves(x)]
 
 
-def native(f, *args, marker=None, whole_loops=None, module="sort_cum.py"):
+def native(f, *args, marker=None, whole_loops=None, module="kernels/sorting.py"):
   """Leaves of ``jit(f)(*args)`` on the native tier; asserts that nothing fell back to a
   NumPy step and that the generated C contains ``marker`` (a kernel of ``module``)."""
   with executable.compile_mode_override("sync"):
@@ -379,10 +379,11 @@ def test_unsupported_dtypes_stay_numpy_steps():
 def _direct_kernel(tmp_path, node):
   """The node's kernel compiled alone (no pool) and loaded: ``run(list of arrays)``."""
   import ctypes  # noqa: PLC0415
-  from pyjax._src.backends.cpu.compiler import lower_c, opaque  # noqa: PLC0415
+  from pyjax._src.backends.cpu.compiler import opaque  # noqa: PLC0415
+  from pyjax._src.backends.cpu.compiler.kernels import elementwise
   entry = opaque.lookup(node)
   assert entry is not None
-  src = (lower_c.prelude(have_float16=False, mvec=False)
+  src = (elementwise.prelude(have_float16=False, mvec=False)
          + "typedef void (*pj_task_t)(void *, int64_t, int64_t);\n"
          + "static void (*pj_parallel_for)(pj_task_t, void *, int64_t, int64_t);\n"
          + entry.kernel_source(node, "k_direct")
@@ -404,8 +405,9 @@ def _direct_kernel(tmp_path, node):
 def test_kernels_with_outputs_aliasing_inputs(tmp_path):
   """A donated input may be an output's buffer: results are unchanged, including an output
   that is the buffer of a later operand of the same sort."""
-  from pyjax._src.backends.cpu import eager_sort, eager_reductions  # noqa: F401,PLC0415
-  from pyjax._src.backends.cpu.registry import impls  # noqa: PLC0415
+  from pyjax._src.backends.cpu.eager import sorting as eager_sort  # noqa: F401,PLC0415
+  from pyjax._src.backends.cpu.eager import reductions as eager_reductions
+  from pyjax._src.backends.cpu.eager.registry import impls  # noqa: PLC0415
   from pyjax._src.backends.cpu.compiler.ir import Node, Value  # noqa: PLC0415
   rng = np.random.default_rng(8)
   for shape, dim in [((6, 70), 1), ((70, 20), 0), ((5, 9), 1)]:

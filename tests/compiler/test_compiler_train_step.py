@@ -14,7 +14,8 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build, native
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler import driver
 from pyjax._src.backends.cpu.compiler import simplify as simplify_mod
 from pyjax._src.interpreters import mlir
 from pyjax.extend import core as xcore
@@ -48,10 +49,10 @@ def test_dense_weight_gradient_written_in_place(monkeypatch):
   f = pyjax.grad(_mlp_grad(jnp, pyjax.nn), argnums=(0, 1))
   got, exe = _compiled("sync", f, w1, w2, x)
   closed = pyjax.make_jaxpr(f)(w1, w2, x)
-  prims = [n.prim for n in native.lower_parts(closed)[0].nodes]
+  prims = [n.prim for n in driver.lower_parts(closed)[0].nodes]
   assert prims.count("dot_general") == 5 and "transpose" not in prims
   monkeypatch.setattr(simplify_mod, "_swap_transposed_dots", lambda program: False)
-  prims = [n.prim for n in native.lower_parts(closed)[0].nodes]
+  prims = [n.prim for n in driver.lower_parts(closed)[0].nodes]
   assert prims.count("transpose") == 2   # what the rewrite removes
   base, _ = _compiled("sync", f, w1, w2, x)
   for a, b in zip(got, base):
@@ -78,7 +79,7 @@ def test_swap_transposed_dot_program():
   np.testing.assert_allclose(got[0], ref, rtol=1e-5, atol=1e-5)
   # the program has no transpose left
   closed = pyjax.make_jaxpr(f)(a, b)
-  assert "transpose" not in [n.prim for n in native.lower_parts(closed)[0].nodes]
+  assert "transpose" not in [n.prim for n in driver.lower_parts(closed)[0].nodes]
 
 
 def _lowered_prims():

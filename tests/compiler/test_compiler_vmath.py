@@ -1,11 +1,11 @@
-"""The generated C's own vector math (pyjax/_src/backends/cpu/compiler/vmath.py): exp, exp2,
+"""The generated C's own vector math (pyjax/_src/backends/cpu/compiler/kernels/vmath.py): exp, exp2,
 expm1, tanh, logistic, log, log1p (float32 and float64) and erf, erfc, sin, cos, tan, pow,
 sinh, cosh, atanh (float32) inlined into SIMD loops.
 
 Native results against correctly rounded references (float32: NumPy's float64 result
 rounded to float32; float64: ``np.longdouble``), dense bit-pattern sweeps, every special
 value, the half types (computed in float32, rounded once: 1 ulp), and real JAX.  The C
-functions are also built directly (``lower_c.prelude(mvec=False)``, the set used without
+functions are also built directly (``elementwise.prelude(mvec=False)``, the set used without
 glibc's libmvec) and swept there, float64 included.
 """
 from __future__ import annotations
@@ -19,7 +19,9 @@ import pytest
 import scipy.special as sp
 
 from pyjax import lax
-from pyjax._src.backends.cpu.compiler import build, lower_c, vmath
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.compiler.kernels import elementwise
+from pyjax._src.backends.cpu.compiler.kernels import vmath
 from test_compiler import F16, F32, F64, BF16, _ordered, assert_close, leaves, native, x64_if
 
 pytestmark = [
@@ -127,7 +129,7 @@ def test_float32_erf_trig_hyperbolic_through_jit():
   got, exe = native(lambda x: [getattr(lax, n)(x) for n in NAMES32], x)
   if not build.toolchain().mvec:
     text = exe.as_text()
-    for n in NAMES32:   # the kernel calls vmath.py's function (the macro naming it)
+    for n in NAMES32:   # the kernel calls kernels/vmath.py's function (the macro naming it)
       assert f"#define PJ_F_{n.upper()} pj_{n}f" in text and f"PJ_F_{n.upper()}(" in text, n
   for n, g in zip(NAMES32, leaves(got)):
     want = _reference(n, x, F32)
@@ -139,7 +141,7 @@ def test_float32_erf_trig_hyperbolic_through_jit():
 
 
 def test_float32_pow_through_jit():
-  """vmath.py's float32 pow: within 1 ulp of the correctly rounded result, and C99's (NumPy's)
+  """kernels/vmath.py's float32 pow: within 1 ulp of the correctly rounded result, and C99's (NumPy's)
   special cases bit for bit over every pair of special values (signed zeros, +-1, +-inf, NaN,
   odd/even/non-integer exponents, subnormals, 2^24 +- 1)."""
   sv = np.array([0, -0.0, 1, -1, 2, -2, 0.5, -0.5, 3, -3, 2.5, -2.5, np.inf, -np.inf, np.nan,
@@ -287,7 +289,7 @@ PJ_LOOP(t_tan_sf, float, pj_tanf_s)
 def direct():
   """A shared library of one SIMD loop per function, built from the no-libmvec prelude."""
   tc = build.toolchain()
-  src = lower_c.prelude(tc.float16, mvec=False) + _DIRECT
+  src = elementwise.prelude(tc.float16, mvec=False) + _DIRECT
   with tempfile.TemporaryDirectory() as d:
     path = os.path.join(d, "vmath_direct.so")
     tc.compile(src, path)

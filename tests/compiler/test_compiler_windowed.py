@@ -1,4 +1,4 @@
-"""Native windowed reductions of the CPU compiler (``backends/cpu/compiler/window_c.py``):
+"""Native windowed reductions of the CPU compiler (``backends/cpu/compiler/kernels/windowed.py``):
 ``reduce_window_sum/max/min``, ``select_and_scatter_add`` and ``select_and_gather_add`` run
 inside the native segment (and native loops) with results equal to the NumPy tier bit for
 bit, and to real JAX (exactly for extrema and selections, to rounding for float sums)."""
@@ -10,9 +10,9 @@ import pytest
 import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 from pyjax._src.lax import elementwise as ew
-from pyjax._src.lax import windowed as W
+from pyjax._src.lax import windowed
 
 import sanitizers
 from test_compiler_sorting import (BF16, BOOL, F16, F32, F64, I32, I64, U8, _direct_kernel,
@@ -33,8 +33,8 @@ _SELECTS = [ew.ge_p, ew.le_p, ew.gt_p, ew.lt_p]
 
 def native(f, *args, marker=None, whole_loops=None):
   """Leaves of ``jit(f)(*args)`` on the native tier (nothing left as a NumPy step); the
-  generated C contains each kernel of window_c.py named in ``marker``."""
-  return _native(f, *args, marker=marker, whole_loops=whole_loops, module="window_c.py")
+  generated C contains each kernel of kernels/windowed.py named in ``marker``."""
+  return _native(f, *args, marker=marker, whole_loops=whole_loops, module="kernels/windowed.py")
 
 
 # (operand shape, window, strides, padding, base dilation, window dilation); None: ones
@@ -99,13 +99,13 @@ def _sweep(d):
       x, p = xs[i], _params(CASES[i])
       sel = _SELECTS[i % 4]
       if kind in ("sum", "max", "min"):
-        out.append(getattr(W, f"_reduce_window_{kind}")(x, **p))
+        out.append(getattr(windowed, f"_reduce_window_{kind}")(x, **p))
       elif kind == "gather":
         t = x * 2 if d.kind != "u" else x // 2
-        out.append(W._select_and_gather_add(t, x, sel, **p))
+        out.append(windowed._select_and_gather_add(t, x, sel, **p))
       else:
-        src = W._reduce_window_max(x, **p)   # any source of the output's shape
-        out.append(W._select_and_scatter_add(src, x, sel, p["window_dimensions"],
+        src = windowed._reduce_window_max(x, **p)   # any source of the output's shape
+        out.append(windowed._select_and_scatter_add(src, x, sel, p["window_dimensions"],
                                              p["window_strides"], p["padding"]))
     return out
   return f, [strict for _, _, strict in plan]
@@ -147,10 +147,10 @@ def test_signed_zeros_nan_and_ties():
            base_dilation=(1, 1), window_dilation=(1, 1))
 
   def f(x, t):
-    return [W._reduce_window_max(x, **p), W._reduce_window_min(x, **p),
-            W._reduce_window_sum(x, **p),
-            W._select_and_gather_add(t, x, ew.ge_p, **p),
-            W._select_and_scatter_add(t, x, ew.ge_p, (1, 2), (1, 1), pads)]
+    return [windowed._reduce_window_max(x, **p), windowed._reduce_window_min(x, **p),
+            windowed._reduce_window_sum(x, **p),
+            windowed._select_and_gather_add(t, x, ew.ge_p, **p),
+            windowed._select_and_scatter_add(t, x, ew.ge_p, (1, 2), (1, 1), pads)]
   got = native(f, x, t, marker=["reduce_window_max", "select_and_scatter_add"])
   assert_bits(got, numpy_tier(f, x, t))
   mx, mn, s, g, sc = got
@@ -173,8 +173,8 @@ def test_max_min_every_pair_of_special_values(dt):
   t = np.arange(x.size).astype(dt)
 
   def f(x, t):
-    return [W._reduce_window_max(x, **p), W._reduce_window_min(x, **p)] + [
-        W._select_and_gather_add(t, x, s, **p) for s in _SELECTS]
+    return [windowed._reduce_window_max(x, **p), windowed._reduce_window_min(x, **p)] + [
+        windowed._select_and_gather_add(t, x, s, **p) for s in _SELECTS]
   with x64(dt == F64):
     got = native(f, x, t, marker=["reduce_window_max", "reduce_window_min"])
     assert_bits(got, numpy_tier(f, x, t))
@@ -186,7 +186,7 @@ def test_large_float_sums_stay_numpy_steps():
   x = np.random.default_rng(3).standard_normal((20, 20)).astype(np.float32)
   p = dict(window_dimensions=(9, 9), window_strides=(1, 1), padding=((0, 0), (0, 0)),
            base_dilation=(1, 1), window_dilation=(1, 1))
-  f = lambda x: W._reduce_window_sum(x, **p) * 2  # noqa: E731
+  f = lambda x: windowed._reduce_window_sum(x, **p) * 2  # noqa: E731
   with executable.compile_mode_override("sync"):
     jf = pyjax.jit(f)
     exe = jf.lower(x).compile().runtime_executable()
@@ -226,8 +226,8 @@ def test_pooling_and_its_gradient_under_jit():
   got = native(f, x, w, marker=["reduce_window_max", "reduce_window_sum",
                                 "select_and_scatter_add"])
   want = numpy_tier(f, x, w)
-  # no contraction into fused multiply-adds, tanh on both tiers from vmath.py, the NumPy
-  # tier's convolutions the native kernels (tier_native.py): all bit for bit
+  # no contraction into fused multiply-adds, tanh on both tiers from kernels/vmath.py, the NumPy
+  # tier's convolutions the native kernels (numpy_tier/native.py): all bit for bit
   assert_bits(got, want)
 
   c = rng.standard_normal((2, 5, 5, 4)).astype(np.float32)
@@ -346,8 +346,8 @@ def test_scan_with_pooling_gradient_is_a_native_loop():
 
 # --- kernels called directly: the output is the operand's buffer --------------------------
 def test_kernels_with_output_aliasing_input(tmp_path):
-  from pyjax._src.backends.cpu import eager_reductions  # noqa: F401,PLC0415
-  from pyjax._src.backends.cpu.registry import impls  # noqa: PLC0415
+  from pyjax._src.backends.cpu.eager import reductions as eager_reductions  # noqa: F401,PLC0415
+  from pyjax._src.backends.cpu.eager.registry import impls  # noqa: PLC0415
   from pyjax._src.backends.cpu.compiler.ir import Node, Value  # noqa: PLC0415
   rng = np.random.default_rng(9)
   x = rng.standard_normal((5, 6)).astype(np.float32)

@@ -1,9 +1,9 @@
 """First calls of long loops and of the PRNG on jit's NumPy tier (issue 15).
 
 A jitted function's first calls run the NumPy plan.  A long ``scan``/``fori_loop`` there
-runs as one native call once its library is built (``loop_native.py``), a long
+runs as one native call once its library is built (``numpy_tier/loops.py``), a long
 ``while_loop`` hands over to native code after 256 iterations, and ``threefry2x32``/``fma``
-run prebuilt C kernels (``tier_random.py``).  Every route must give the bits the plan and
+run prebuilt C kernels (``numpy_tier/random.py``).  Every route must give the bits the plan and
 the native tier give.
 """
 from __future__ import annotations
@@ -14,9 +14,11 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
-from pyjax._src.backends.cpu import executable, loop_native, tier_random
-from pyjax._src.backends.cpu.compiler import build
-from pyjax._src.backends.cpu.registry import impls
+from pyjax._src.backends.cpu import executable
+from pyjax._src.backends.cpu.numpy_tier import loops as loop_native
+from pyjax._src.backends.cpu.numpy_tier import random as tier_random
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.eager.registry import impls
 
 needs_cc = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 

@@ -20,7 +20,7 @@ import pytest
 import pyjax
 from pyjax import lax
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _WORKER = os.path.join(os.path.dirname(_HERE), "_tier_worker.py")
@@ -182,7 +182,7 @@ np.savez(sys.argv[1], *[np.asarray(o) for o in f(args, x, w)])
 @needs_cc
 def test_dot_bits_do_not_depend_on_threads_or_tier(tmp_path):
   """OpenBLAS's bits depend on each call's shape; a product split over the thread pool runs
-  in blocks fixed by the shapes (compiler/dot.py's block_size), and the NumPy tier makes the
+  in blocks fixed by the shapes (compiler/kernels/dot.py's block_size), and the NumPy tier makes the
   same calls, so 1 or 3 pool threads (or a loaded pool running serially) and either tier
   give one answer.  The split used to follow the thread count: a loaded run differed."""
   runs = []
@@ -200,7 +200,7 @@ def test_dot_bits_do_not_depend_on_threads_or_tier(tmp_path):
 
 @needs_cc
 @pytest.mark.xfail(reason="the native tier's operand layouts (BLAS transpose flags, chosen by "
-                   "compiler/dot.py's canonicalization) can differ from the NumPy tier's "
+                   "compiler/kernels/dot.py's canonicalization) can differ from the NumPy tier's "
                    "arrays; OpenBLAS then rounds some narrow products differently")
 def test_dot_with_transposed_operand_same_bits_on_both_tiers():
   rng = np.random.default_rng(128)

@@ -72,7 +72,7 @@ def test_print_environment_info(capsys):
 
 def test_compilation_cache_module(tmp_path, monkeypatch):
   from pyjax.experimental.compilation_cache import compilation_cache as cc
-  from pyjax._src.backends.cpu.compiler import cache
+  from pyjax._src.backends.cpu.compiler.native import cache
   monkeypatch.delenv("PYJAX_CACHE_DIR", raising=False)
   prev = pyjax.config.jax_compilation_cache_dir
   try:

@@ -35,7 +35,7 @@ def _no_trace_left():
 
 
 def test_jitted_program_trace(tmp_path, monkeypatch):
-  from pyjax._src.backends.cpu.compiler import cache
+  from pyjax._src.backends.cpu.compiler.native import cache
   monkeypatch.setenv("PYJAX_CACHE_DIR", str(tmp_path / "cache"))   # compile afresh
   cache.clear_memory()
 

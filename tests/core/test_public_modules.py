@@ -209,7 +209,8 @@ def test_compile_event_durations_are_positive(listeners):
 
 
 def test_disk_compilation_cache_records_jax_cache_events(listeners, tmp_path, monkeypatch):
-  from pyjax._src.backends.cpu.compiler import build, cache
+  from pyjax._src.backends.cpu.compiler.native import build
+  from pyjax._src.backends.cpu.compiler.native import cache
   tc = build.toolchain()
   if tc is None:
     pytest.skip("no C compiler")

@@ -972,9 +972,9 @@ def test_tree_module_aliases():
 
 
 def test_no_jax_import():
-  # tree_util.py is a facade over the tree_util_*.py family: check every file.
-  paths = glob.glob(os.path.join(os.path.dirname(tu_src.__file__), "tree_util*.py"))
-  assert len(paths) > 1
+  # the tree_util package (its __init__.py is a facade over its modules): check every file.
+  paths = glob.glob(os.path.join(os.path.dirname(tu_src.__file__), "*.py"))
+  assert len(paths) > 5
   for path in paths:
     src = open(path).read()
     assert "import jax" not in src and "from jax" not in src

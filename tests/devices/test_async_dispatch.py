@@ -17,7 +17,7 @@ import pyjax
 import pyjax.numpy as jnp
 from pyjax._src import errors
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.compiler.native import build
 from pyjax._src.runtime.stream import PendingBuffer
 
 needs_cc = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")

@@ -3,7 +3,7 @@ general layout merge's answer (or declines)."""
 import numpy as np
 import pytest
 
-from pyjax._src.backends.cpu import eager_native as en
+from pyjax._src.backends.cpu.eager import native as en
 
 
 @pytest.mark.parametrize("shape,shapes,applies", [

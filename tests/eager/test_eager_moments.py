@@ -1,5 +1,5 @@
 """Eager ``jnp.var``/``jnp.std`` over leading axes in one backend step
-(``backends/cpu/eager_moments.py``): bit for bit the primitives one by one, natively and
+(``backends/cpu/eager/moments.py``): bit for bit the primitives one by one, natively and
 on the NumPy fallback; not taken under tracing, with ``where``/``mean``, or for layouts
 it does not own; values against JAX."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 
 import pyjax
 import pyjax.numpy as jnp
-from pyjax._src.backends.cpu import eager_moments as em
+from pyjax._src.backends.cpu.eager import moments as em
 from pyjax._src.backends.cpu import executable
 from pyjax._src.runtime import dispatch
 

@@ -1,4 +1,4 @@
-"""Large eager operations on native kernels and threads (``backends/cpu/eager_native.py``)
+"""Large eager operations on native kernels and threads (``backends/cpu/eager/native.py``)
 against the NumPy implementations they replace: bit for bit, over dtypes, odd sizes, 0-d,
 strided/transposed/broadcast operands, the size threshold, background builds and the
 no-compiler path; ``-m slow`` reruns a slice under AddressSanitizer/UBSan."""
@@ -8,10 +8,10 @@ import pytest
 
 import pyjax.numpy as jnp
 from pyjax._src.avals import ShapedArray
-from pyjax._src.backends.cpu import eager_native as en
+from pyjax._src.backends.cpu.eager import native as en
 from pyjax._src.backends.cpu import executable
-from pyjax._src.backends.cpu.compiler import build
-from pyjax._src.backends.cpu.registry import impls
+from pyjax._src.backends.cpu.compiler.native import build
+from pyjax._src.backends.cpu.eager.registry import impls
 
 import sanitizers
 

@@ -1,12 +1,13 @@
-"""NumPy's own inner loops on the native thread pool (``backends/cpu/ufunc_loops.py``):
+"""NumPy's own inner loops on the native thread pool (``backends/cpu/eager/ufunc_loops.py``):
 the same bits as the ufunc, the eager route that uses them, and the layout checks."""
 import numpy as np
 import pytest
 
 import pyjax.numpy as jnp
-from pyjax._src.backends.cpu import eager_native as en
-from pyjax._src.backends.cpu import executable, ufunc_loops
-from pyjax._src.backends.cpu.compiler import build
+from pyjax._src.backends.cpu.eager import native as en
+from pyjax._src.backends.cpu import executable
+from pyjax._src.backends.cpu.eager import ufunc_loops
+from pyjax._src.backends.cpu.compiler.native import build
 
 needs_cc = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 

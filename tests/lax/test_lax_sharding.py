@@ -39,11 +39,11 @@ def test_sharding_constraint_matches_jax(jax):
 
 
 def test_device_put_primitive():
-  from pyjax._src.lax import sharding as S
+  from pyjax._src.lax import sharding as lax_sharding
   dev = pyjax.devices()[0]
   x = jnp.arange(3.)
-  cs = (S.ArrayCopySemantics.REUSE_INPUT,)
-  f = lambda x: S.bind_device_put([x], [dev], [None], cs)[0]
+  cs = (lax_sharding.ArrayCopySemantics.REUSE_INPUT,)
+  f = lambda x: lax_sharding.bind_device_put([x], [dev], [None], cs)[0]
   j = str(pyjax.make_jaxpr(f)(x))
   assert "device_put[" in j and "copy_semantics=(ArrayCopySemantics.REUSE_INPUT,)" in j
   assert "devices=(CpuDevice(id=0),)" in j

@@ -91,7 +91,7 @@ def test_products_nonfinite(data):
         a, v, rtol=r, atol=r * 16)
 
 
-@pytest.mark.xfail(strict=True, reason="pyjax gap (backends/cpu/eager_linalg.py "
+@pytest.mark.xfail(strict=True, reason="pyjax gap (backends/cpu/eager/dot.py "
                    "conv_general_dilated): pyjax always multiplies explicit zero padding with "
                    "the kernel, so a NaN/inf kernel entry poisons padded outputs (pyjax: all "
                    "NaN; JAX: [1, nan, nan, nan]).  Whether XLA skips the padding depends on "

@@ -329,7 +329,7 @@ def test_key_arrays_in_asarray_and_array_equal():
 # --- long eager loops run their body as native code (optax's 30,000-step scans) ---------------
 def test_long_eager_scan_and_while_use_native_body():
   from pyjax import lax
-  from pyjax._src.backends.cpu import eager_control_flow as ecf
+  from pyjax._src.backends.cpu.eager import control_flow as ecf
   from pyjax._src.backends.cpu import executable
 
   def body(c, x):

@@ -25,7 +25,7 @@ compile_mode = executable.compile_mode_override
 
 
 def _native_available():
-  from pyjax._src.backends.cpu.compiler import build
+  from pyjax._src.backends.cpu.compiler.native import build
   return build.toolchain() is not None
 
 

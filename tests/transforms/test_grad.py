@@ -12,14 +12,14 @@ import pytest
 import pyjax
 import pyjax.numpy as jnp
 from pyjax import lax
-from pyjax._src import api_ad as A
+from pyjax._src import api_ad
 from pyjax._src import core
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 
-jvp, vjp, grad, value_and_grad = A.jvp, A.vjp, A.grad, A.value_and_grad
-jacfwd, jacrev, jacobian, hessian, linearize = A.jacfwd, A.jacrev, A.jacobian, A.hessian, A.linearize
-custom_jvp, custom_vjp, stop_gradient = A.custom_jvp, A.custom_vjp, A.stop_gradient
+jvp, vjp, grad, value_and_grad = api_ad.jvp, api_ad.vjp, api_ad.grad, api_ad.value_and_grad
+jacfwd, jacrev, jacobian, hessian, linearize = api_ad.jacfwd, api_ad.jacrev, api_ad.jacobian, api_ad.hessian, api_ad.linearize
+custom_jvp, custom_vjp, stop_gradient = api_ad.custom_jvp, api_ad.custom_vjp, api_ad.stop_gradient
 
 f32, f64 = np.float32, np.float64
 
@@ -926,13 +926,13 @@ def test_symbolic_zeros():
     return x * y
 
   def f_jvp(p, t):
-    seen.append([type(v) is A.SymbolicZero for v in t])
+    seen.append([type(v) is api_ad.SymbolicZero for v in t])
     x, y = p
     tx, ty = t
     out = 0.
-    if type(tx) is not A.SymbolicZero:
+    if type(tx) is not api_ad.SymbolicZero:
       out = out + tx * y
-    if type(ty) is not A.SymbolicZero:
+    if type(ty) is not api_ad.SymbolicZero:
       out = out + x * ty
     return f(x, y), out
   f.defjvp(f_jvp, symbolic_zeros=True)

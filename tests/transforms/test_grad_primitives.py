@@ -14,11 +14,11 @@ import pyjax.numpy as jnp
 from pyjax import lax
 from pyjax._src import core
 from pyjax._src.interpreters import ad
-from pyjax._src.lax import (convolution, dot, elementwise, reductions, shapes, slicing,
-                            sorting, windowed)
-from pyjax._src.lax import windowed as W
+from pyjax._src.lax import (convolution, dot, elementwise, reductions, shapes, sorting, windowed)
+from pyjax._src.lax import gather_scatter
+from pyjax._src.lax import windowed
 
-FAMILY_MODULES = [elementwise, shapes, slicing, reductions, windowed, dot, convolution, sorting]
+FAMILY_MODULES = [elementwise, shapes, gather_scatter, reductions, windowed, dot, convolution, sorting]
 
 
 def _tol(dt):
@@ -163,6 +163,10 @@ CASES = {
                              [U((3, 4), -2, 2), U((2, 2), -2, 2)]),
     "pad": (lambda x, p: lax.pad(x, p, [(1, 2, 1), (-1, 0, 0)]), [U((3, 4), -2, 2), U((), -1, 1)]),
     "reshape": (lambda x: lax.reshape(x, (4, 3), (1, 0)), [U((3, 4), -2, 2)]),
+    "split": (lambda x: lax.split(x, (1, 3), 1)[1], [U((3, 4), -2, 2)]),
+    "stack": (lambda x, y: lax.stack((x, y), 1), [U((3, 4), -2, 2), U((3, 4), -2, 2)]),
+    "unstack": (lambda x: lax.unstack(x, 1)[2], [U((3, 4), -2, 2)]),
+    "tile": (lambda x: lax.tile(x, (2, 1)), [U((3, 4), -2, 2)]),
     "rev": (lambda x: lax.rev(x, (0,)), [U((3, 4), -2, 2)]),
     "slice": (lambda x: lax.slice(x, (0, 1), (3, 4), (2, 2)), [U((3, 4), -2, 2)]),
     "squeeze": (lambda x: lax.squeeze(x, (1,)), [U((3, 1, 2), -2, 2)]),
@@ -199,12 +203,12 @@ CASES = {
                                                   [(1, 0), (0, 1)], (1, 2), (1, 1)),
                       [U((3, 4), 0.5, 2)]),
     "select_and_gather_add": (
-        lambda t, x: W._select_and_gather_add(t, x, elementwise.ge_p, (2, 2), (1, 1),
+        lambda t, x: windowed._select_and_gather_add(t, x, elementwise.ge_p, (2, 2), (1, 1),
                                               ((0, 0), (0, 0)), None, None),
         [U((3, 4), -2, 2), U((3, 4), -2, 2)],
         ("rev",)),
     "select_and_scatter_add": (
-        lambda s, x: W._select_and_scatter_add(s, x, elementwise.ge_p, (2, 2), (1, 1),
+        lambda s, x: windowed._select_and_scatter_add(s, x, elementwise.ge_p, (2, 2), (1, 1),
                                                ((0, 0), (0, 0))),
         [U((2, 3), -2, 2), U((3, 4), -2, 2)], ("rev",)),
     # contractions
@@ -226,6 +230,8 @@ ZERO_DERIVATIVE = {
     "is_finite": lax.is_finite, "eq": lambda x: lax.eq(x, x), "ne": lambda x: lax.ne(x, x),
     "lt": lambda x: lax.lt(x, x), "le": lambda x: lax.le(x, x), "gt": lambda x: lax.gt(x, x),
     "ge": lambda x: lax.ge(x, x), "stop_gradient": lax.stop_gradient,
+    "eq_to": lambda x: lax.eq_to_p.bind(x, x), "le_to": lambda x: lax.le_to_p.bind(x, x),
+    "lt_to": lambda x: lax.lt_to_p.bind(x, x),
     "argmax": lambda x: lax.argmax(x, 0, np.int32), "argmin": lambda x: lax.argmin(x, 0, np.int32),
     "bitcast_convert_type": lambda x: lax.bitcast_convert_type(x, np.int32 if x.dtype ==
                                                                np.float32 else np.int64),
@@ -236,6 +242,7 @@ INTEGER_ONLY = {
     "and": lambda x: lax.bitwise_and(x, x), "or": lambda x: lax.bitwise_or(x, x),
     "xor": lambda x: lax.bitwise_xor(x, x), "not": lax.bitwise_not,
     "population_count": lax.population_count, "clz": lax.clz,
+    "mulhi": lambda x: lax.mulhi(x, x),
     "shift_left": lambda x: lax.shift_left(x, x), "shift_right_arithmetic":
     lambda x: lax.shift_right_arithmetic(x, x),
     "shift_right_logical": lambda x: lax.shift_right_logical(x, x),
@@ -393,7 +400,8 @@ def test_jit_equals_eager(name, dtype, tier):
   compiled. Jitted transcendentals and convolutions use pyjax's own vector math and
   kernels on both tiers (bit-identical tiers), eager ones NumPy's libm: those may differ
   from eager by a few ulp; everything else is bit-identical on the NumPy tier."""
-  from pyjax._src.backends.cpu import executable, tier_native
+  from pyjax._src.backends.cpu import executable
+  from pyjax._src.backends.cpu.numpy_tier import native
   fn, specs, *_ = CASES[name]
   rng = np.random.default_rng(abs(hash(name)) % 2**32)
   args = [np.asarray(_make(s, rng), dtype) for s in specs]
@@ -406,8 +414,8 @@ def test_jit_equals_eager(name, dtype, tier):
   assert len(eager) == len(jitted)
   for e, j in zip(eager, jitted):
     assert e.dtype == j.dtype and e.shape == j.shape and e.weak_type == j.weak_type
-    own_math = tier_native.ENABLED and any(
-        eqn.primitive.name in tier_native.PRIMS | tier_native.OPAQUE_PRIMS
+    own_math = native.ENABLED and any(
+        eqn.primitive.name in native.PRIMS | native.OPAQUE_PRIMS
         for eqn in pyjax.make_jaxpr(fn)(*args).jaxpr.eqns)
     if tier == "off" and not own_math:
       np.testing.assert_array_equal(np.asarray(j), np.asarray(e))

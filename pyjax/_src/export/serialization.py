@@ -452,7 +452,7 @@ def _encode_treedef(w, td, where):
 def _decode_treedef(r):
   import collections
   from pyjax._src import tree_util
-  from pyjax._src.tree_util_treedef import PyTreeDef
+  from pyjax._src.tree_util.treedef import PyTreeDef
   kind = r.byte()
   registry = tree_util.default_registry
   if kind == 0:

@@ -15,87 +15,88 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
-from pyjax._src.lax import utils as U
+from pyjax._src.lax import utils
 from pyjax._src.lax.utils import unop, binop
+from pyjax._src.runtime.array import Array
 
-__all__ = ["neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "real", "imag", "conj", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "bitwise_not", "population_count", "clz", "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "polygamma", "zeta", "complex", "pow", "integer_pow", "reciprocal", "round", "regularized_incomplete_beta", "betainc", "convert_element_type", "bitcast_convert_type", "reduce_precision", "select_n", "select", "clamp", "RoundingMethod", "stop_gradient"]
+__all__ = ["neg", "sign", "floor", "ceil", "is_finite", "exp", "exp2", "log", "expm1", "log1p", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "real", "imag", "conj", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "bessel_i1e", "bitwise_not", "population_count", "clz", "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "polygamma", "zeta", "complex", "pow", "integer_pow", "reciprocal", "round", "regularized_incomplete_beta", "betainc", "convert_element_type", "bitcast_convert_type", "reduce_precision", "select_n", "select", "clamp", "RoundingMethod", "stop_gradient", "mulhi", "mulhi_p", "eq_to_p", "le_to_p", "lt_to_p", "dtype", "Tolerance", "AccuracyMode"]
 
 _real_of = lambda d: {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}.get(d, d)
 _to_bool = lambda d: dtypes.bool_
 
 # --- unary math -------------------------------------------------------------------------
-neg_p = unop("neg", U.numeric)
-sign_p = unop("sign", U.numeric)
-floor_p = unop("floor", U.floating)
-ceil_p = unop("ceil", U.floating)
-round_p = unop("round", U.floating)
-is_finite_p = unop("is_finite", U.floating, _to_bool)
-exp_p = unop("exp", U.inexact)
-exp2_p = unop("exp2", U.inexact)
-log_p = unop("log", U.inexact)
-expm1_p = unop("expm1", U.inexact)
-log1p_p = unop("log1p", U.inexact)
-tanh_p = unop("tanh", U.inexact)
-logistic_p = unop("logistic", U.inexact)
-sin_p = unop("sin", U.inexact)
-cos_p = unop("cos", U.inexact)
-tan_p = unop("tan", U.inexact)
-asin_p = unop("asin", U.inexact)
-acos_p = unop("acos", U.inexact)
-atan_p = unop("atan", U.inexact)
-sinh_p = unop("sinh", U.inexact)
-cosh_p = unop("cosh", U.inexact)
-asinh_p = unop("asinh", U.inexact)
-acosh_p = unop("acosh", U.inexact)
-atanh_p = unop("atanh", U.inexact)
-sqrt_p = unop("sqrt", U.inexact)
-rsqrt_p = unop("rsqrt", U.inexact)
-cbrt_p = unop("cbrt", U.floating)
-square_p = unop("square", U.numeric)
-abs_p = unop("abs", U.float_complex_signed, _real_of)
-real_p = unop("real", (U._complex,), _real_of)
-imag_p = unop("imag", (U._complex,), _real_of)
-conj_p = unop("conj", U.float32_complex_float64, lambda d: d if dtypes.is_complex(d) else dtypes.to_complex_dtype(d))
-erf_p = unop("erf", U.floating)
-erfc_p = unop("erfc", U.floating)
-erf_inv_p = unop("erf_inv", U.floating)
-lgamma_p = unop("lgamma", U.floating)
-digamma_p = unop("digamma", U.floating)
-bessel_i0e_p = unop("bessel_i0e", U.floating)
-bessel_i1e_p = unop("bessel_i1e", U.floating)
-not_p = unop("not", U.int_or_bool)
-population_count_p = unop("population_count", U.integer)
-clz_p = unop("clz", U.integer)
+neg_p = unop("neg", utils.numeric)
+sign_p = unop("sign", utils.numeric)
+floor_p = unop("floor", utils.floating)
+ceil_p = unop("ceil", utils.floating)
+round_p = unop("round", utils.floating)
+is_finite_p = unop("is_finite", utils.floating, _to_bool)
+exp_p = unop("exp", utils.inexact)
+exp2_p = unop("exp2", utils.inexact)
+log_p = unop("log", utils.inexact)
+expm1_p = unop("expm1", utils.inexact)
+log1p_p = unop("log1p", utils.inexact)
+tanh_p = unop("tanh", utils.inexact)
+logistic_p = unop("logistic", utils.inexact)
+sin_p = unop("sin", utils.inexact)
+cos_p = unop("cos", utils.inexact)
+tan_p = unop("tan", utils.inexact)
+asin_p = unop("asin", utils.inexact)
+acos_p = unop("acos", utils.inexact)
+atan_p = unop("atan", utils.inexact)
+sinh_p = unop("sinh", utils.inexact)
+cosh_p = unop("cosh", utils.inexact)
+asinh_p = unop("asinh", utils.inexact)
+acosh_p = unop("acosh", utils.inexact)
+atanh_p = unop("atanh", utils.inexact)
+sqrt_p = unop("sqrt", utils.inexact)
+rsqrt_p = unop("rsqrt", utils.inexact)
+cbrt_p = unop("cbrt", utils.floating)
+square_p = unop("square", utils.numeric)
+abs_p = unop("abs", utils.float_complex_signed, _real_of)
+real_p = unop("real", (utils._complex,), _real_of)
+imag_p = unop("imag", (utils._complex,), _real_of)
+conj_p = unop("conj", utils.float32_complex_float64, lambda d: d if dtypes.is_complex(d) else dtypes.to_complex_dtype(d))
+erf_p = unop("erf", utils.floating)
+erfc_p = unop("erfc", utils.floating)
+erf_inv_p = unop("erf_inv", utils.floating)
+lgamma_p = unop("lgamma", utils.floating)
+digamma_p = unop("digamma", utils.floating)
+bessel_i0e_p = unop("bessel_i0e", utils.floating)
+bessel_i1e_p = unop("bessel_i1e", utils.floating)
+not_p = unop("not", utils.int_or_bool)
+population_count_p = unop("population_count", utils.integer)
+clz_p = unop("clz", utils.integer)
 
 # --- binary math ------------------------------------------------------------------------
-add_p = binop("add", U.numeric)
-sub_p = binop("sub", U.numeric)
-mul_p = binop("mul", U.numeric)
-div_p = binop("div", U.numeric)
-rem_p = binop("rem", U.float_or_int)
-max_p = binop("max", U.any_)
-min_p = binop("min", U.any_)
-atan2_p = binop("atan2", U.inexact)
-nextafter_p = binop("nextafter", U.floating)
-complex_p = binop("complex", U.float32_float64, dtypes.to_complex_dtype)
-and_p = binop("and", U.int_or_bool)
-or_p = binop("or", U.int_or_bool)
-xor_p = binop("xor", U.int_or_bool)
-shift_left_p = binop("shift_left", U.integer)
-shift_right_arithmetic_p = binop("shift_right_arithmetic", U.integer)
-shift_right_logical_p = binop("shift_right_logical", U.integer)
-eq_p = binop("eq", U.any_, _to_bool)
-ne_p = binop("ne", U.any_, _to_bool)
-lt_p = binop("lt", U.int_float_bool, _to_bool)
-le_p = binop("le", U.int_float_bool, _to_bool)
-gt_p = binop("gt", U.int_float_bool, _to_bool)
-ge_p = binop("ge", U.int_float_bool, _to_bool)
-igamma_p = binop("igamma", U.floating)
-igammac_p = binop("igammac", U.floating)
-igamma_grad_a_p = binop("igamma_grad_a", U.floating)
-random_gamma_grad_p = binop("random_gamma_grad", U.floating)
-polygamma_p = binop("polygamma", U.floating)
-zeta_p = binop("zeta", U.floating)
+add_p = binop("add", utils.numeric)
+sub_p = binop("sub", utils.numeric)
+mul_p = binop("mul", utils.numeric)
+div_p = binop("div", utils.numeric)
+rem_p = binop("rem", utils.float_or_int)
+max_p = binop("max", utils.any_)
+min_p = binop("min", utils.any_)
+atan2_p = binop("atan2", utils.inexact)
+nextafter_p = binop("nextafter", utils.floating)
+complex_p = binop("complex", utils.float32_float64, dtypes.to_complex_dtype)
+and_p = binop("and", utils.int_or_bool)
+or_p = binop("or", utils.int_or_bool)
+xor_p = binop("xor", utils.int_or_bool)
+shift_left_p = binop("shift_left", utils.integer)
+shift_right_arithmetic_p = binop("shift_right_arithmetic", utils.integer)
+shift_right_logical_p = binop("shift_right_logical", utils.integer)
+eq_p = binop("eq", utils.any_, _to_bool)
+ne_p = binop("ne", utils.any_, _to_bool)
+lt_p = binop("lt", utils.int_float_bool, _to_bool)
+le_p = binop("le", utils.int_float_bool, _to_bool)
+gt_p = binop("gt", utils.int_float_bool, _to_bool)
+ge_p = binop("ge", utils.int_float_bool, _to_bool)
+igamma_p = binop("igamma", utils.floating)
+igammac_p = binop("igammac", utils.floating)
+igamma_grad_a_p = binop("igamma_grad_a", utils.floating)
+random_gamma_grad_p = binop("random_gamma_grad", utils.floating)
+polygamma_p = binop("polygamma", utils.floating)
+zeta_p = binop("zeta", utils.floating)
 
 # pow: x inexact; y of x's dtype or an integer
 pow_p = core.Primitive("pow")
@@ -104,9 +105,9 @@ pow_p.arg_names = ("x", "y")
 
 @pow_p.def_abstract_eval
 def _pow_abstract(x, y):
-  shape = U.broadcasting_shape("pow", [x.shape, y.shape])  # shape errors first, as JAX
-  U.check_dtype("pow", U.inexact, x.dtype, 0)
-  U.check_dtype("pow", (U._int, U._float, U._complex), y.dtype, 1)
+  shape = utils.broadcasting_shape("pow", [x.shape, y.shape])  # shape errors first, as JAX
+  utils.check_dtype("pow", utils.inexact, x.dtype, 0)
+  utils.check_dtype("pow", (utils._int, utils._float, utils._complex), y.dtype, 1)
   if not dtypes.is_int(y.dtype) and y.dtype != x.dtype:
     raise TypeError("the first argument to pow must have an inexact dtype (float or complex), "
                     "and the second argument must have an inexact or integer dtype, and two "
@@ -121,7 +122,7 @@ regularized_incomplete_beta_p = core.Primitive("regularized_incomplete_beta")
 
 @regularized_incomplete_beta_p.def_abstract_eval
 def _betainc_abstract(a, b, x):
-  shape, weak = U.naryop_avals("regularized_incomplete_beta", (U.floating,) * 3, (a, b, x))
+  shape, weak = utils.naryop_avals("regularized_incomplete_beta", (utils.floating,) * 3, (a, b, x))
   return ShapedArray(shape, a.dtype, weak)
 
 
@@ -131,7 +132,7 @@ integer_pow_p = core.Primitive("integer_pow")
 
 @integer_pow_p.def_abstract_eval
 def _integer_pow_abstract(x, *, y):
-  U.check_dtype("integer_pow", U.numeric, x.dtype)
+  utils.check_dtype("integer_pow", utils.numeric, x.dtype)
   if y < 0 and dtypes.is_int(x.dtype):
     raise TypeError(f"Integers cannot be raised to negative powers, got "
                     f"integer_pow({'~' if x.weak_type else ''}{x.str_short(short_dtypes=False)}, {y})")
@@ -198,7 +199,7 @@ reduce_precision_p = core.Primitive("reduce_precision")
 
 @reduce_precision_p.def_abstract_eval
 def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
-  U.check_dtype("reduce_precision", U.floating, x.dtype)
+  utils.check_dtype("reduce_precision", utils.floating, x.dtype)
   if exponent_bits < 1:
     raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
   if mantissa_bits < 0:
@@ -964,3 +965,92 @@ def _clamp_batch(args, dims):
 
 
 _batching.primitive_batchers[clamp_p] = _clamp_batch
+
+
+# --- mulhi and the total-order comparisons --------------------------------------------------
+mulhi_p = utils.binop("mulhi", utils.integer)
+ad.defjvp_zero(mulhi_p)
+_batching.defbroadcasting(mulhi_p)
+
+
+def mulhi(x, y, /):
+  """The high N bits of the 2N-bit product of N-bit integers ``x * y`` (signed or
+  unsigned, by dtype); operands of equal integer dtype, lax broadcasting."""
+  return mulhi_p.bind(x, y)
+
+
+_to_bool = lambda d: dtypes.bool_
+# Comparisons in IEEE total order (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN; equal
+# only when the bits are equal), as XLA's TOTALORDER comparisons in sort comparators.
+eq_to_p = utils.binop("eq_to", utils.any_, _to_bool)
+le_to_p = utils.binop("le_to", utils.int_float_bool, _to_bool)
+lt_to_p = utils.binop("lt_to", utils.int_float_bool, _to_bool)
+for _p in (eq_to_p, le_to_p, lt_to_p):
+  ad.defjvp_zero(_p)
+  _batching.defbroadcasting(_p)
+
+
+def dtype(x):
+  """The dtype of a value or dtype-like, as ``jax.dtypes.dtype``: Python scalars and
+  types give the default (x64-dependent) dtypes; NumPy types, dtypes and names are
+  canonicalized with JAX's warning; Arrays keep their dtype."""
+  if x is None:
+    raise ValueError(f"Invalid argument to dtype: {x}.")
+  if isinstance(x, type):
+    if x in (bool, int, float, complex):
+      return dtypes.canonicalize_dtype(dtypes.python_scalar_dtype(x))
+    sub = getattr(x, "_pyjax_dtype", None)   # pyjax.numpy scalar types
+    if sub is not None:
+      return dtypes.check_user_dtype(sub, "dtype")
+    if issubclass(x, np.generic):
+      return _explicit(np.dtype(x), x)
+  elif type(x) in (bool, int, float, complex):
+    return dtypes.canonicalize_dtype(dtypes.python_scalar_dtype(type(x)))
+  elif isinstance(x, (Array, core.Tracer)):
+    return x.dtype
+  if isinstance(x, (str, np.dtype)):
+    try:
+      d = dtypes.to_numpy_dtype(x) if isinstance(x, str) else x
+    except TypeError:
+      d = np.dtype(x)   # NumPy's own TypeError for unknown names
+    return _explicit(d, x)
+  d = getattr(x, "dtype", None)
+  if not isinstance(d, np.dtype):
+    try:
+      d = np.result_type(x)
+    except TypeError as err:
+      raise TypeError(f"Cannot determine dtype of {x}") from err
+  _check_jax_dtype(d, x)
+  return dtypes.canonicalize_dtype(d)
+
+
+def _check_jax_dtype(d, x):
+  if d not in dtypes.all_dtypes:
+    raise TypeError(f"Value '{x}' with dtype {d} is not a valid JAX array type. Only arrays "
+                    "of numeric types are supported by JAX.")
+
+
+def _explicit(d, x):
+  _check_jax_dtype(d, x)
+  return dtypes.check_user_dtype(d, "dtype")
+
+
+class Tolerance:
+  """Tolerances for the accuracy of a unary function's implementation: at most two of
+  ``atol``, ``rtol`` and ``ulps`` (all non-negative, at least one set).  The CPU backend
+  has one implementation per function, so tolerances do not change results."""
+
+  def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+    if atol < 0.0 or rtol < 0.0 or ulps < 0.0:
+      raise ValueError("Tolerances must be non-negative.")
+    if atol == 0.0 and rtol == 0.0 and ulps == 0:
+      raise ValueError("At least one of atol, rtol, or ulps must be set.")
+    self.atol = atol
+    self.rtol = rtol
+    self.ulps = ulps
+
+
+class AccuracyMode(enum.Enum):
+  """Requested accuracy of a unary function's implementation (HIGHEST or DEFAULT)."""
+  HIGHEST = 1
+  DEFAULT = 2

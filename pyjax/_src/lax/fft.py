@@ -1,7 +1,7 @@
 """lax.fft: the ``fft_p`` primitive (complex FFT, inverse FFT, real FFT and its inverse over
 the trailing ``len(fft_lengths)`` dimensions), with its JVP (it is linear) and transpose
 rules.  The CPU implementation (numpy.fft / scipy.fft) lives in
-``pyjax/_src/backends/cpu/eager_fft.py``.
+``pyjax/_src/backends/cpu/eager/fft.py``.
 
 Differs from JAX: ``lax.fft`` is not wrapped in a ``jit`` (its jaxpr shows the ``fft``
 equation directly), and any number of trailing dimensions is accepted (XLA stops at 3).
@@ -157,12 +157,7 @@ _ad.deflinear2(fft_p, _fft_transpose)
 
 
 def _register_batching():
-  try:
-    from pyjax._src.interpreters import batching
-  except ModuleNotFoundError as e:  # the batching interpreter is added by another issue
-    if e.name != "pyjax._src.interpreters.batching":
-      raise
-    return
+  from pyjax._src.interpreters import batching
 
   def _fft_batch(args, dims, **params):
     x, = args

@@ -5,7 +5,7 @@ leading dimensions batch (so a vmap rule only moves the batch dimension to the f
 Each primitive has its abstract-eval rule (JAX's shape/dtype errors), a JVP rule (JAX's
 formulas), and ``triangular_solve`` / ``tridiagonal_solve`` have transpose rules in their
 right-hand side.  The CPU implementations (LAPACK through NumPy/SciPy) live in
-``pyjax/_src/backends/cpu/eager_lax_linalg.py``, keyed by primitive name.
+``pyjax/_src/backends/cpu/eager/linalg.py``, keyed by primitive name.
 
 Differences from JAX: ``eigh(subset_by_index=...)`` works on CPU (JAX raises
 NotImplementedError there); ``qdwh`` runs its iterations unrolled (no while_loop), with
@@ -1246,12 +1246,7 @@ def _move_to_front(x, d):
 
 
 def _register_batching():
-  try:
-    from pyjax._src.interpreters import batching
-  except ModuleNotFoundError as e:  # the batching interpreter is added by another issue
-    if e.name != "pyjax._src.interpreters.batching":
-      raise
-    return
+  from pyjax._src.interpreters import batching
 
   def unary(prim):
     def rule(args, dims, **params):

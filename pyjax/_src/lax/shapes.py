@@ -28,7 +28,7 @@ __all__ = ["broadcast", "broadcast_in_dim", "broadcast_to_rank", "broadcast_shap
            "broadcasted_iota", "slice", "slice_in_dim", "index_in_dim", "dynamic_slice",
            "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice",
            "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "collapse", "full",
-           "full_like"]
+           "full_like", "split", "split_p", "stack", "stack_p", "unstack", "unstack_p", "tile", "tile_p", "broadcast_like", "shape_as_value"]
 
 _builtin_slice = builtins.slice
 
@@ -1091,10 +1091,10 @@ def _dynamic_slice_batch(args, dims, *, slice_sizes):
   # a gather (as JAX batches it), also when only the operand is batched
   x, *idx = args
   xd, *ids = dims
-  from pyjax._src.lax import slicing
+  from pyjax._src.lax import gather_scatter
   if not idx:
     return dynamic_slice_p.bind(x, slice_sizes=slice_sizes), xd
-  return slicing.batch_dynamic_slice_as_gather(x, xd, idx, ids, slice_sizes)
+  return gather_scatter.batch_dynamic_slice_as_gather(x, xd, idx, ids, slice_sizes)
 
 
 _bt.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch
@@ -1104,11 +1104,237 @@ def _dynamic_update_slice_batch(args, dims):
   # a scatter (as JAX batches it)
   x, u, *idx = args
   xd, ud, *ids = dims
-  from pyjax._src.lax import slicing
+  from pyjax._src.lax import gather_scatter
   if not idx:
     size = next(core.get_aval(v).shape[d] for v, d in ((x, xd), (u, ud)) if d is not _nm)
     return _bt.bdim_at_front(u, ud, size), 0
-  return slicing.batch_dynamic_update_slice_as_scatter(x, xd, u, ud, idx, ids)
+  return gather_scatter.batch_dynamic_update_slice_as_scatter(x, xd, u, ud, idx, ids)
 
 
 _bt.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch
+
+# --- split, stack / unstack, tile (the primitives jnp.split / jnp.stack / jnp.tile bind) -----
+_nm = _bt.not_mapped
+
+
+def _aval(x):
+  return x.aval if _ad.is_undefined_primal(x) else core.get_aval(x)
+
+
+def _instantiate(cts, avals):
+  return [_ad.zeros_like_aval(_ad.tangent_aval(a)) if type(c) is _ad.Zero or c is None else c
+          for c, a in zip(cts, avals)]
+
+
+# --- split ---------------------------------------------------------------------------------
+split_p = core.Primitive("split")
+split_p.multiple_results = True
+
+
+@split_p.def_abstract_eval
+def _split_abstract(x, *, sizes, axis):
+  if any(s < 0 for s in sizes):
+    raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+  if x.shape[axis] != sum(sizes):
+    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                     f"operand shape {list(x.shape)}")
+  out = []
+  for s in sizes:
+    shape = list(x.shape)
+    shape[axis] = s
+    out.append(ShapedArray(tuple(shape), x.dtype, x.weak_type))
+  return out
+
+
+def split(operand, sizes, axis=0):
+  """Split ``operand`` along ``axis`` into pieces of the given ``sizes`` (which must sum
+  to that dimension).  Returns a list of arrays."""
+  operand = _asarray(operand)
+  sizes = tuple(sizes)
+  for s in sizes:
+    operator.index(s)   # the sizes are kept as given (JAX prints np.int64 sizes as such)
+  axis = _canonicalize_axis(axis, len(core.get_aval(operand).shape))
+  return split_p.bind(operand, sizes=sizes, axis=axis)
+
+
+def _split_transpose(cts, operand, *, sizes, axis):
+  if all(type(c) is _ad.Zero for c in cts):
+    return [None]
+  avals = split_p.abstract_eval(_aval(operand), sizes=sizes, axis=axis)
+  cts = _instantiate(cts, avals)
+  if len(cts) == 1:
+    return [cts[0]]
+  return [concatenate_p.bind(*cts, dimension=axis)]
+
+
+def _split_batch(args, dims, *, sizes, axis):
+  x, = args
+  d, = dims
+  outs = split_p.bind(x, sizes=sizes, axis=axis + 1 if axis >= d else axis)
+  return outs, [d] * len(outs)
+
+
+_ad.deflinear2(split_p, _split_transpose)
+_bt.primitive_batchers[split_p] = _split_batch
+
+
+# --- stack / unstack -----------------------------------------------------------------------
+stack_p = core.Primitive("stack")
+
+
+@stack_p.def_abstract_eval
+def _stack_abstract(*xs, axis):
+  if not xs:
+    raise ValueError("stack expects at least one operand, got 0.")
+  if len({len(x.shape) for x in xs}) != 1:
+    raise ValueError("Cannot stack arrays with different numbers of dimensions: got "
+                     f"{', '.join(str(x.shape) for x in xs)}.")
+  if len({x.shape for x in xs}) != 1:
+    raise ValueError("All input arrays must have the same shape. Got "
+                     f"{', '.join(str(x.shape) for x in xs)}.")
+  if len({x.dtype for x in xs}) != 1:
+    raise TypeError("lax.stack requires arguments to have the same dtypes, got "
+                    f"{', '.join(x.dtype.name for x in xs)}.")
+  shape = list(xs[0].shape)
+  shape.insert(axis, len(xs))
+  return ShapedArray(tuple(shape), xs[0].dtype, all(x.weak_type for x in xs))
+
+
+def stack(operands, axis=0):
+  """Join arrays of one shape and dtype along a new ``axis`` (no type promotion)."""
+  arrays = [_asarray(x) for x in operands]
+  if not arrays:
+    raise IndexError("list index out of range")   # as JAX, which indexes operands[0]
+  axis = _canonicalize_axis(axis, len(core.get_aval(arrays[0]).shape) + 1)
+  return stack_p.bind(*arrays, axis=axis)
+
+
+unstack_p = core.Primitive("unstack")
+unstack_p.multiple_results = True
+
+
+@unstack_p.def_abstract_eval
+def _unstack_abstract(x, *, axis):
+  if not x.shape:
+    raise ValueError("unstack requires arrays with rank > 0, however a scalar array of shape "
+                     f"{x.shape} was passed.")
+  shape = list(x.shape)
+  n = shape.pop(axis)
+  return [ShapedArray(tuple(shape), x.dtype, x.weak_type)] * n
+
+
+def unstack(x, axis=0):
+  """Split ``x`` along ``axis`` into a tuple of arrays, one per index (the axis removed)."""
+  arr = _asarray(x)
+  axis = _canonicalize_axis(axis, len(core.get_aval(arr).shape))
+  return tuple(unstack_p.bind(arr, axis=axis))
+
+
+def _stack_transpose(ct, *operands, axis):
+  return unstack_p.bind(ct, axis=axis)
+
+
+def _unstack_transpose(cts, operand, *, axis):
+  if all(type(c) is _ad.Zero for c in cts):
+    return [None]
+  avals = unstack_p.abstract_eval(_aval(operand), axis=axis)
+  return [stack_p.bind(*_instantiate(cts, avals), axis=axis)]
+
+
+def _stack_batch(args, dims, *, axis):
+  d0 = dims[0]
+  if d0 is not _nm and all(d == d0 for d in dims):
+    if axis <= d0:
+      return stack_p.bind(*args, axis=axis), d0 + 1
+    return stack_p.bind(*args, axis=axis + 1), d0
+  size = next(core.get_aval(x).shape[d] for x, d in zip(args, dims) if d is not _nm)
+  xs = [_bt.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
+  return stack_p.bind(*xs, axis=axis + 1), 0
+
+
+def _unstack_batch(args, dims, *, axis):
+  x, = args
+  d, = dims
+  if axis < d:
+    outs = unstack_p.bind(x, axis=axis)
+    return outs, [d - 1] * len(outs)
+  outs = unstack_p.bind(x, axis=axis + 1)
+  return outs, [d] * len(outs)
+
+
+_ad.deflinear2(stack_p, _stack_transpose)
+_ad.deflinear2(unstack_p, _unstack_transpose)
+_bt.primitive_batchers[stack_p] = _stack_batch
+_bt.primitive_batchers[unstack_p] = _unstack_batch
+
+
+# --- tile ---------------------------------------------------------------------------------
+tile_p = core.Primitive("tile")
+
+
+@tile_p.def_abstract_eval
+def _tile_abstract(x, *, reps):
+  if len(x.shape) != len(reps):
+    raise TypeError("reps length must be equal to the ndim of x, got "
+                    f"len(reps)={len(reps)} and x.ndim={len(x.shape)}.")
+  if any(r < 0 for r in reps):
+    raise ValueError(f"tile reps must be nonnegative, got reps={tuple(reps)}.")
+  return ShapedArray(tuple(d * r for d, r in zip(x.shape, reps)), x.dtype, x.weak_type)
+
+
+def tile(operand, reps):
+  """Repeat ``operand`` ``reps[i]`` times along each dimension ``i`` (``len(reps)`` must
+  equal the rank).  Differs from JAX: negative reps raise ValueError (JAX fails while
+  compiling)."""
+  return tile_p.bind(operand, reps=tuple(operator.index(r) for r in reps))
+
+
+def _tile_transpose(ct, operand, *, reps):
+  shape = _aval(operand).shape
+  split_shape = tuple(k for pair in zip(reps, shape) for k in pair)
+  ct = reshape_p.bind(ct, new_sizes=split_shape, dimensions=None, sharding=None)
+  return [reduce_sum_p.bind(ct, axes=tuple(2 * i for i in range(len(shape))),
+                                 out_sharding=None)]
+
+
+def _tile_batch(args, dims, *, reps):
+  x, = args
+  d, = dims
+  new = list(reps)
+  new.insert(d, 1)
+  return tile_p.bind(x, reps=tuple(new)), d
+
+
+_ad.deflinear2(tile_p, _tile_transpose)
+_bt.primitive_batchers[tile_p] = _tile_batch
+
+
+# --- plain functions ---------------------------------------------------------------------
+def broadcast_like(arr, like_arr):
+  """Broadcast ``arr`` to the shape of ``like_arr`` (numpy-style: trailing dimensions
+  aligned, each of size 1 or equal)."""
+  shape = tuple(core.get_aval(like_arr).shape)
+  a = core.get_aval(arr)
+  if a.shape == shape:
+    return _asarray(arr)
+  if len(shape) < len(a.shape):
+    raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                     f"arr_shape={a.shape} shape={shape}")
+  nlead = len(shape) - len(a.shape)
+  if not all(d in (1, s) for d, s in zip(a.shape, shape[nlead:])):
+    want = ShapedArray(shape, a.dtype)
+    raise ValueError("Incompatible types for broadcasting: input type="
+                     f"{a.str_short(short_dtypes=False)} and requested type="
+                     f"{want.str_short(short_dtypes=False)}")
+  return broadcast_in_dim(arr, shape, tuple(range(nlead, len(shape))))
+
+
+def shape_as_value(shape):
+  """A shape as an integer array: a NumPy int32 array (int64 when a dimension needs it)
+  for a non-empty shape, an empty int32 Array for ``()``."""
+  shape = tuple(operator.index(d) for d in shape)
+  big = any(d > np.iinfo(np.int32).max for d in shape)
+  d = dtypes.canonicalize_dtype(np.dtype(np.int64) if big else np.dtype(np.int32))
+  if not shape:
+    return full((0,), np.array(0, d))
+  return np.asarray(shape, dtype=d)

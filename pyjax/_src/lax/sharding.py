@@ -88,7 +88,7 @@ def with_sharding_constraint(x, shardings):
   try:
     specs = tree_util.broadcast_prefix(shardings, x, is_leaf=lambda s: s is None)
   except ValueError:
-    from pyjax._src.tree_util_errors import prefix_errors
+    from pyjax._src.tree_util.errors import prefix_errors
     errs = [str(e("with_sharding_constraint shardings"))
             for e in prefix_errors(shardings, x, is_leaf=lambda s: s is None)]
     raise ValueError("with_sharding_constraint shardings specification must be a tree "

@@ -127,7 +127,7 @@ from pyjax._src.interpreters import ad as _ad  # noqa: E402
 def _take_along(t, idx, axis):
   """``t`` gathered at integer ``idx`` along ``axis`` (other dimensions batch)."""
   from pyjax._src.lax import shapes as _shapes
-  from pyjax._src.lax import slicing as _slicing
+  from pyjax._src.lax import gather_scatter as _slicing
   idx_shape = core.get_aval(idx).shape
   nd = len(idx_shape)
   batch = tuple(i for i in range(nd) if i != axis)

@@ -79,7 +79,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
       sharding = None
   out = _array(object, d)
   if copy and out is object and isinstance(out, core.Tracer):
-    from pyjax._src.lax.misc import copy_p
+    from pyjax._src.lax.buffers import copy_p
     out = copy_p.bind(out)
   if ndmin > out.ndim:
     from pyjax._src.lax import shapes as lax_s

@@ -189,5 +189,5 @@ def install():
 
 def _tracer_copy(self):
   """``x.copy()`` of a traced array: a ``copy`` equation, as in JAX."""
-  from pyjax._src.lax.misc import copy_p
+  from pyjax._src.lax.buffers import copy_p
   return copy_p.bind(self)

@@ -23,7 +23,7 @@ from pyjax._src import core, dtypes, errors
 from pyjax._src.config import config
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.lax import shapes as lax_s
-from pyjax._src.lax import slicing
+from pyjax._src.lax import gather_scatter
 from pyjax._src.numpy import array_constructors as _ac
 from pyjax._src.numpy import ufuncs
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes, canonicalize_axis
@@ -34,7 +34,7 @@ __all__ = ["take", "take_along_axis", "put_along_axis", "place", "put", "nonzero
 
 _NONE, _SLICE, _ELLIPSIS, _INTEGER, _BOOLEAN, _ARRAY = (
     "none", "slice", "ellipsis", "integer", "boolean", "array")
-_Mode = slicing.GatherScatterMode
+_Mode = gather_scatter.GatherScatterMode
 
 
 class _NotApplicable(Exception):
@@ -435,7 +435,7 @@ class _GatherIndexer(NamedTuple):
   slice_shape: tuple
   gather_slice_shape: tuple
   gather_indices: object
-  dnums: slicing.GatherDimensionNumbers
+  dnums: gather_scatter.GatherDimensionNumbers
   unique_indices: bool
   indices_are_sorted: bool
   reversed_y_dims: tuple
@@ -577,7 +577,7 @@ def _to_gather(parsed, shape, normalize=True):
     gather_indices_array = lax_s.concatenate(
         [lax_s.broadcast_in_dim(g, gather_indices_shape, tuple(range(i, i + _ndim(g))))
          for g, i in gather_indices], last)
-  dnums = slicing.GatherDimensionNumbers(offset_dims=tuple(offset_dims),
+  dnums = gather_scatter.GatherDimensionNumbers(offset_dims=tuple(offset_dims),
                                          collapsed_slice_dims=tuple(sorted(collapsed)),
                                          start_index_map=tuple(start_index_map))
   return _GatherIndexer(tuple(slice_shape), tuple(gather_slice_shape), gather_indices_array,
@@ -601,7 +601,7 @@ def _gather(arr, parsed, shape, indices_are_sorted, unique_indices, mode, fill_v
     aval = core.get_aval(y)
     return _full(indexer.slice_shape, 0, aval.dtype, aval.weak_type)
   if 0 not in _shape(indexer.gather_indices):
-    y = slicing.gather(y, indexer.gather_indices, indexer.dnums, indexer.gather_slice_shape,
+    y = gather_scatter.gather(y, indexer.gather_indices, indexer.dnums, indexer.gather_slice_shape,
                        unique_indices=unique_indices or indexer.unique_indices,
                        indices_are_sorted=indices_are_sorted or indexer.indices_are_sorted,
                        mode=mode, fill_value=fill_value)
@@ -688,7 +688,7 @@ def _scatter_update(x, idx, y, scatter_op, indices_are_sorted, unique_indices, m
   if indexer.scalar_bool_dims:
     x = lax_s.expand_dims(x, indexer.scalar_bool_dims)
   dn = indexer.dnums
-  dnums = slicing.ScatterDimensionNumbers(
+  dnums = gather_scatter.ScatterDimensionNumbers(
       update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
       scatter_dims_to_operand_dims=dn.start_index_map,
       operand_batching_dims=dn.operand_batching_dims,
@@ -748,14 +748,14 @@ class _IndexUpdateRef:
   def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] = values``."""
-    return self._update(values, slicing.scatter, indices_are_sorted, unique_indices, mode,
+    return self._update(values, gather_scatter.scatter, indices_are_sorted, unique_indices, mode,
                         wrap_negative_indices)
 
   def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
             wrap_negative_indices=True):
     """Pure ``func.at(x, idx)``: ``func`` is applied once per (repeated) index."""
     def _scatter_apply(x, indices, y, dims, **kw):
-      return slicing.scatter_apply(x, indices, func, dims, update_shape=_shape(y), **kw)
+      return gather_scatter.scatter_apply(x, indices, func, dims, update_shape=_shape(y), **kw)
     zero = np.zeros((), _dtype_of(self.array))
     return self._update(zero, _scatter_apply, indices_are_sorted, unique_indices, mode,
                         wrap_negative_indices)
@@ -763,19 +763,19 @@ class _IndexUpdateRef:
   def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] += values`` (repeated indices accumulate)."""
-    return self._update(values, slicing.scatter_add, indices_are_sorted, unique_indices,
+    return self._update(values, gather_scatter.scatter_add, indices_are_sorted, unique_indices,
                         mode, wrap_negative_indices)
 
   def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] -= values``."""
-    return self._update(values, slicing.scatter_sub, indices_are_sorted, unique_indices,
+    return self._update(values, gather_scatter.scatter_sub, indices_are_sorted, unique_indices,
                         mode, wrap_negative_indices)
 
   def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
                out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] *= values``."""
-    return self._update(values, slicing.scatter_mul, indices_are_sorted, unique_indices,
+    return self._update(values, gather_scatter.scatter_mul, indices_are_sorted, unique_indices,
                         mode, wrap_negative_indices)
 
   mul = multiply
@@ -785,7 +785,7 @@ class _IndexUpdateRef:
     """Ones like the array with ``values`` multiplied in at the index (repeats multiply)."""
     aval = core.get_aval(self.array)
     ones = _full(aval.shape, 1, aval.dtype, aval.weak_type)
-    return _scatter_update(ones, self.index, values, slicing.scatter_mul, indices_are_sorted,
+    return _scatter_update(ones, self.index, values, gather_scatter.scatter_mul, indices_are_sorted,
                            unique_indices, mode=mode, normalize_indices=wrap_negative_indices)
 
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
@@ -803,13 +803,13 @@ class _IndexUpdateRef:
   def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] = minimum(x[idx], values)``."""
-    return self._update(values, slicing.scatter_min, indices_are_sorted, unique_indices,
+    return self._update(values, gather_scatter.scatter_min, indices_are_sorted, unique_indices,
                         mode, wrap_negative_indices)
 
   def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
           out_sharding=None, wrap_negative_indices=True):
     """Pure ``x[idx] = maximum(x[idx], values)``."""
-    return self._update(values, slicing.scatter_max, indices_are_sorted, unique_indices,
+    return self._update(values, gather_scatter.scatter_max, indices_are_sorted, unique_indices,
                         mode, wrap_negative_indices)
 
 
@@ -863,11 +863,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
     aval = core.get_aval(a)
     return _full(out_shape, 0, aval.dtype, aval.weak_type)
   slice_sizes[axis_idx] = 1
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=tuple(list(range(axis_idx)) +
                         list(range(axis_idx + index_dims, len(a_shape) + index_dims - 1))),
       collapsed_slice_dims=(axis_idx,), start_index_map=(axis_idx,))
-  return slicing.gather(a, lax_s.expand_dims(indices, (index_dims,)), dimension_numbers=dnums,
+  return gather_scatter.gather(a, lax_s.expand_dims(indices, (index_dims,)), dimension_numbers=dnums,
                         slice_sizes=tuple(slice_sizes), mode=gather_mode,
                         unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                         fill_value=fill_value)
@@ -964,12 +964,12 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
       j += 1
   if dims_to_squeeze:
     a = lax_s.squeeze(a, dims_to_squeeze)
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=tuple(offset_dims), collapsed_slice_dims=tuple(collapsed),
       start_index_map=tuple(start_index_map),
       operand_batching_dims=tuple(operand_batching_dims),
       start_indices_batching_dims=tuple(start_indices_batching_dims))
-  return slicing.gather(a, gather_indices, dnums, tuple(slice_sizes),
+  return gather_scatter.gather(a, gather_indices, dnums, tuple(slice_sizes),
                         mode="fill" if mode is None else mode, fill_value=fill_value)
 
 

@@ -14,7 +14,7 @@ no knowledge of keys.  The consequences (differences from JAX):
   ``random_wrap``/``random_bits`` primitives; the hash appears as ``threefry2x32``);
 * internally (``pyjax._src.tree_util``) a key array is a pytree node over its raw data;
   the public ``jax.tree_util`` / ``jax.tree`` functions take it as a leaf, as JAX does
-  (``pyjax._src.tree_util_public``);
+  (``pyjax._src.tree_util.public``);
 * ``vmap`` ``in_axes``/``out_axes`` on key arrays must be non-negative (a negative axis
   counts from the raw data's trailing key dimension);
 * jax.numpy functions do not accept key arrays (no ``jnp.stack(keys)``); key arrays
@@ -114,7 +114,7 @@ _public_leaf = [False]
 def _note_public_leaf():
   # The public jax.tree_util / jax.tree functions take key arrays as leaves, as JAX's
   # do; internally (transformations) a key array stays a node over its raw data.
-  from pyjax._src import tree_util_public
+  from pyjax._src.tree_util import public as tree_util_public
   tree_util_public.note_leaf_type(PRNGKeyArray)
   _public_leaf[0] = True
 
@@ -523,8 +523,8 @@ def _fresh_buffer(base):
   """The same key data as a distinct object (key reuse is tracked per buffer object)."""
   if type(base) is ArrayImpl:
     return ArrayImpl(base._buf, base.aval, base._device, base._committed)
-  from pyjax._src.lax import misc
-  return misc.copy_p.bind(base)
+  from pyjax._src.lax import buffers
+  return buffers.copy_p.bind(base)
 
 
 def _check_prng_key(name, key, *, allow_batched=False):

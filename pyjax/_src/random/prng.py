@@ -28,7 +28,7 @@ from pyjax._src.avals import ShapedArray
 from pyjax._src.config import config
 from pyjax._src.interpreters import ad
 from pyjax._src.lax import lax_api as lax
-from pyjax._src.lax import utils as U
+from pyjax._src.lax import utils
 
 _u32 = dtypes.uint32
 UINT_DTYPES = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -44,7 +44,7 @@ threefry2x32_p.arg_names = ("key1", "key2", "x1", "x2")
 def _threefry2x32_abstract(*args):
   if any(a.dtype != _u32 for a in args):
     raise TypeError(f"Arguments to threefry2x32 must have uint32 type, got {tuple(args)}")
-  shape = U.broadcasting_shape("threefry2x32", [a.shape for a in args])
+  shape = utils.broadcasting_shape("threefry2x32", [a.shape for a in args])
   aval = ShapedArray(shape, _u32)
   return [aval, aval]
 
@@ -90,7 +90,7 @@ fma_p.arg_names = ("x", "y", "z")
 
 @fma_p.def_abstract_eval
 def _fma_abstract(x, y, z):
-  shape, weak = U.naryop_avals("fma", (U.floating,) * 3, (x, y, z))
+  shape, weak = utils.naryop_avals("fma", (utils.floating,) * 3, (x, y, z))
   return ShapedArray(shape, x.dtype, weak)
 
 

@@ -3,7 +3,7 @@
 ``bcoo_dot_general_sampled`` and ``bcoo_spdot_general``, each with its abstract-eval rule,
 JVP, transpose (for the linear ones) and batching rule, named and parametrized as JAX
 0.10 names them so jaxprs print alike.  The NumPy implementations live in
-``pyjax/_src/backends/cpu/eager_sparse.py`` (O(nse) memory).
+``pyjax/_src/backends/cpu/eager/sparse.py`` (O(nse) memory).
 
 Differentiation never densifies the sparse operand: the cotangent of ``data`` in a
 sparse-dense product is a sampled product at the stored indices

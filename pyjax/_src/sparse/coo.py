@@ -6,7 +6,7 @@ parametrized as JAX 0.10's.
 Index semantics follow JAX's implementations: a stored element reads the dense operand at
 its (negative-wrapped, clamped) index and writes the output at its (negative-wrapped)
 index, dropped when out of range.  Products accumulate in storage order; the NumPy
-kernels are in ``backends/cpu/eager_sparse_coo.py`` and the compiled tier's C kernels in
+kernels are in ``backends/cpu/eager/sparse_coo.py`` and the compiled tier's C kernels in
 ``backends/cpu/compiler/sparse_c.py`` (same bits).
 
 Differs from JAX: no batching rules (JAX has none for these primitives either), and the

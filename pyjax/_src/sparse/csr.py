@@ -5,7 +5,7 @@ and the primitives ``csr_todense``, ``csr_fromdense``, ``csr_matvec`` and ``csr_
 A CSC matrix stores the CSR buffers of its transpose.  Each stored element's row comes
 from ``indptr`` by JAX's rule (a running count of the ``indptr`` entries at or before its
 position, minus one), then the COO semantics of ``coo.py`` apply (reads clamp, writes
-drop).  Products accumulate in storage order (NumPy: ``backends/cpu/eager_sparse_coo.py``;
+drop).  Products accumulate in storage order (NumPy: ``backends/cpu/eager/sparse_coo.py``;
 compiled: ``backends/cpu/compiler/sparse_c.py``, same bits).
 """
 from __future__ import annotations

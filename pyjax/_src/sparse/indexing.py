@@ -147,7 +147,7 @@ def bcoo_gather(operand, start_indices, dimension_numbers, slice_sizes, *,
   ``bcoo_dynamic_slice`` per index vector (``vmap``), squeezed, reshaped and transposed to
   ``lax.gather``'s output layout."""
   from pyjax._src.api_vmap import vmap
-  from pyjax._src.lax.slicing import GatherScatterMode
+  from pyjax._src.lax.gather_scatter import GatherScatterMode
   from pyjax._src.sparse.layout import bcoo_update_layout
   lax = _lax()
   parsed = GatherScatterMode.from_any(mode if mode is not None else "promise_in_bounds")

@@ -18,7 +18,7 @@ from pyjax._src.lax.elementwise import (  # noqa: F401
 from pyjax._src.lax.shapes import (  # noqa: F401
     broadcast_in_dim_p, concatenate_p, dynamic_slice_p, dynamic_update_slice_p, iota_p,
     pad_p, reshape_p, rev_p, slice_p, squeeze_p, transpose_p)
-from pyjax._src.lax.slicing import (  # noqa: F401
+from pyjax._src.lax.gather_scatter import (  # noqa: F401
     gather_p, scatter_add_p, scatter_max_p, scatter_min_p, scatter_mul_p, scatter_p)
 from pyjax._src.lax.reductions import (  # noqa: F401
     argmax_p, argmin_p, cumlogsumexp_p, cummax_p, cummin_p, cumprod_p, cumsum_p,
@@ -38,8 +38,10 @@ from pyjax._src.lax.sorting import (  # noqa: F401
 from pyjax._src.lax.windowed import (  # noqa: F401
     reduce_window_max_p, reduce_window_min_p, reduce_window_p, reduce_window_sum_p,
     select_and_gather_add_p, select_and_scatter_add_p)
-from pyjax._src.lax.misc import (  # noqa: F401
-    copy_p, eq_to_p, le_to_p, lt_to_p)
+from pyjax._src.lax.buffers import (  # noqa: F401
+    copy_p)
+from pyjax._src.lax.elementwise import (  # noqa: F401
+    eq_to_p, le_to_p, lt_to_p)
 from pyjax._src.lax.ann import (  # noqa: F401
     approx_top_k_p)
 from pyjax._src.lax.parallel import (  # noqa: F401
@@ -58,7 +60,7 @@ from pyjax._src.lax.select_and_scatter import (  # noqa: F401
     select_and_scatter_p)
 from pyjax._src.lax.solvers import (  # noqa: F401
     linear_solve_p)
-from pyjax._src.lax.parallel_extra import (  # noqa: F401
+from pyjax._src.lax.parallel import (  # noqa: F401
     ragged_all_to_all_p)
 from pyjax._src.interpreters.ad import (  # noqa: F401
     stop_gradient_p)

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from pyjax._src.backends.cpu import eager as _eager
-from pyjax._src.backends.cpu import eager_native as _eager_native
+from pyjax._src.backends.cpu.eager import native as _eager_native
 from pyjax._src.config import config
 from pyjax._src.runtime import backend as _backend
 from pyjax._src.runtime.devices import CpuDevice
@@ -71,9 +71,9 @@ class CpuBackend(_backend.Backend):
     return _eager_native.run(name, bufs, params, out_aval)
 
   def run_composite(self, name, bufs, params):
-    """``jnp.var`` over leading axes in one native step (``eager_moments.py``)."""
-    from pyjax._src.backends.cpu import eager_moments
-    return eager_moments.run(name, bufs, params)
+    """``jnp.var`` over leading axes in one native step (``moments.py``)."""
+    from pyjax._src.backends.cpu.eager import moments
+    return moments.run(name, bufs, params)
 
   def to_device(self, host_array, device, copy=False):
     """Host memory is device memory: the array itself (a copy when ``copy``)."""

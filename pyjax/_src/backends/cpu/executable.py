@@ -49,9 +49,9 @@ from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import debug as _dbg
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.backends.cpu import reciprocal_div
-from pyjax._src.backends.cpu import tier_native
+from pyjax._src.backends.cpu.numpy_tier import native as tier_native
 from pyjax._src.runtime import stream as _stream
-from pyjax._src.backends.cpu.compiler import outpool as _outpool
+from pyjax._src.backends.cpu.compiler.native import outpool as _outpool
 
 _impls = cpu_eager.impls
 _counter = itertools.count()
@@ -438,12 +438,12 @@ _warned_no_cc = [False]
 
 
 def _build_native(closed, name, donate=()):
-  from pyjax._src.backends.cpu.compiler import native
+  from pyjax._src.backends.cpu.compiler import driver
   t0 = time.perf_counter()
   try:
     with _profiler.span(f"lower {name} to C", "compile"):
-      prog = native.lower(closed, name, donate)
-  except native.Unsupported as e:
+      prog = driver.lower(closed, name, donate)
+  except driver.Unsupported as e:
     if str(e) == "no C compiler" and not _warned_no_cc[0]:
       _warned_no_cc[0] = True
       warnings.warn("pyjax: no working C compiler found (set PYJAX_CC); jit runs on the "
@@ -589,7 +589,7 @@ def _emit_jaxpr(gen, jaxpr, env, indent="  "):
     # transcendental functions on the compiler's own math: bits equal to the native tier's
     impl = tier_native.impl(prim.name, _impls.get(prim.name))
     outnames = [gen.fresh() for _ in eqn.outvars]
-    # convolutions: the native tier's kernel; long loops: in C (loop_native.py)
+    # convolutions: the native tier's kernel; long loops: in C (numpy_tier/loops.py)
     opaque = tier_native.eqn_impl(eqn, impl)
     if opaque is not None and prim.multiple_results:
       tmp = gen.fresh("r")
@@ -695,7 +695,7 @@ def _numpy_plan(closed_jaxpr, name):
   filename = f"<pyjax jit {name} #{next(_counter)}>"
   code = compile(src, filename, "exec")
   namespace = dict(gen.globals)
-  # a backend module name: registry.py's filter silences NumPy's floating-point warnings
+  # a backend module name: eager/registry.py's filter silences NumPy's floating-point warnings
   # for the inlined NumPy operations too (XLA never warns)
   namespace["__name__"] = "pyjax._src.backends.cpu.generated"
   exec(code, namespace)  # noqa: S102  -- our own generated source

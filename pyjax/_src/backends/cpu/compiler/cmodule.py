@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 from pyjax._src.backends.cpu.compiler import codegen_c
-from pyjax._src.backends.cpu.compiler import dot as dot_mod
-from pyjax._src.backends.cpu.compiler import lower_c as L
+from pyjax._src.backends.cpu.compiler.kernels import dot as dot_mod
+from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
 from pyjax._src.backends.cpu.compiler import opaque
 from pyjax._src.backends.cpu.compiler import plan as plan_mod
 from pyjax._src.backends.cpu.compiler.ir import Value
@@ -124,7 +124,7 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
               for v in list(g.node.ins) + list(g.node.outs)]
       body.append(f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}")
     else:
-      lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], L.storage_type)
+      lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], elementwise_c.storage_type)
       body.extend("  " + ln for ln in lines)
   has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" and g not in kernels
                 for g in seg.groups)
@@ -356,7 +356,7 @@ def group_kernels(fusion, seg, prefix):
 
 def unit_head(have_float16, mvec, python_abi=True):
   """The C every translation unit starts with: prelude, runtime, Python ABI, GEMM."""
-  return "\n".join([L.prelude(have_float16, mvec), _RUNTIME_DECL,
+  return "\n".join([elementwise_c.prelude(have_float16, mvec), _RUNTIME_DECL,
                     _PYABI if python_abi else _BLAS_ONLY, dot_mod.GEMM_HELPERS])
 
 

@@ -28,12 +28,12 @@ import math
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import fusion as F
-from pyjax._src.backends.cpu.compiler import lower_c as L
-from pyjax._src.backends.cpu.compiler import vmath
+from pyjax._src.backends.cpu.compiler import fusion
+from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
+from pyjax._src.backends.cpu.compiler.kernels import vmath
 from pyjax._src.backends.cpu.compiler.ir import Lit, Value
-from pyjax._src.backends.cpu.compiler.tree_c import TREE1_SOURCE
-from pyjax._src.backends.cpu.compiler.tree_c import tree1_helper as _tree1_helper
+from pyjax._src.backends.cpu.compiler.kernels.reductions import TREE1_SOURCE
+from pyjax._src.backends.cpu.compiler.kernels.reductions import tree1_helper as _tree1_helper
 
 PAR_THRESHOLD = 1 << 15     # parallelize loops doing at least this much work
 SPLIT_ROW_MIN = 1 << 16     # a single row this long reduces its windows in parallel
@@ -200,17 +200,17 @@ class KernelGen:
 
   def offset_form(self, v, forms):
     st = _strides(v.shape)
-    acc = F.zero_form(self.r)
+    acc = fusion.zero_form(self.r)
     for f, s, d in zip(forms, st, v.shape):
       if d != 1:
-        acc = F.form_add(acc, F.form_scale(f, s))
+        acc = fusion.form_add(acc, fusion.form_scale(f, s))
     return acc
 
   # -- values ----------------------------------------------------------------------------
   def value(self, x, forms):
     """(C expression in compute type, depth) of value ``x`` read at ``forms``."""
     if type(x) is Lit:
-      return L.literal(x.value, x.dtype), 0
+      return elementwise_c.literal(x.value, x.dtype), 0
     key = (x.id, forms)
     hit = self.lookup(key)
     if hit is not None:
@@ -222,11 +222,11 @@ class KernelGen:
         lin = " + ".join(f"{s_}*{self.dimexpr[k][0]}" if s_ != 1 else self.dimexpr[k][0]
                          for s_, k in zip(st, inner))
         depth = max(self.dimexpr[k][1] for k in inner)
-        return self.declare(key, L.compute_type(x.dtype), f"{buf}[{lin}]", depth)
+        return self.declare(key, elementwise_c.compute_type(x.dtype), f"{buf}[{lin}]", depth)
     p = x.producer
     if p is not None and p in self.members:
       kind = self.fu.kind[p]
-      if kind == F.REDUCE:
+      if kind == fusion.REDUCE:
         raise AssertionError(f"reduction {p} used before its phase")
       return self._compute(p, x, forms, key)
     if p is not None and p in self.fu.inline:
@@ -239,33 +239,33 @@ class KernelGen:
       if rx in self.alias_in:
         self._alias_read(rx, off_form)
     off, depth = self.form_c(off_form)
-    expr = L.load(x.dtype, f"{self.ptr(x)}[{off}]")
-    return self.declare(key, L.compute_type(x.dtype), expr, depth)
+    expr = elementwise_c.load(x.dtype, f"{self.ptr(x)}[{off}]")
+    return self.declare(key, elementwise_c.compute_type(x.dtype), expr, depth)
 
   def _compute(self, p, x, forms, key):
     kind = self.fu.kind[p]
-    if kind == F.LAYOUT:
+    if kind == fusion.LAYOUT:
       if p.prim == "iota":
         dim = p.params["dimension"]
         e, depth = self.form_c(forms[dim]) if x.shape[dim] != 1 else ("0", 0)
-        expr = L.convert_expr(np.dtype(np.int64), x.dtype, f"((int64_t){e})")
-        return self.declare(key, L.compute_type(x.dtype), expr, depth)
-      acc = F.layout_operand_access(p, forms, self.r)
+        expr = elementwise_c.convert_expr(np.dtype(np.int64), x.dtype, f"((int64_t){e})")
+        return self.declare(key, elementwise_c.compute_type(x.dtype), expr, depth)
+      acc = fusion.layout_operand_access(p, forms, self.r)
       y = p.ins[0]
       if acc[0] == "idx":
         return self.value(y, acc[1])
       if type(y) is Lit:
-        return L.literal(y.value, y.dtype), 0
+        return elementwise_c.literal(y.value, y.dtype), 0
       return self._load(y, acc[1], ("lin", y.id, acc[1]))
     args, depth = [], 0
     for y in p.ins:
-      yf = F.elementwise_operand_forms(x.shape, y.shape, forms) if type(y) is Value else ()
+      yf = fusion.elementwise_operand_forms(x.shape, y.shape, forms) if type(y) is Value else ()
       e, d = self.value(y, yf)
       args.append(e)
       depth = max(depth, d)
-    expr = L.lower(p, args)
-    self.work += 8 if F.expensive(p) else 1
-    return self.declare(key, L.compute_type(x.dtype), expr, depth)
+    expr = elementwise_c.lower(p, args)
+    self.work += 8 if fusion.expensive(p) else 1
+    return self.declare(key, elementwise_c.compute_type(x.dtype), expr, depth)
 
   def store(self, v, forms, expr_depth):
     rx = self.alias_out.get(v)
@@ -278,7 +278,7 @@ class KernelGen:
         self.alias_bad.add(rx)
     expr, d = expr_depth
     off, od = self.form_c(self.offset_form(v, forms))
-    self.line(f"{self.ptr(v)}[{off}] = {L.store(v.dtype, expr)};", max(d, od))
+    self.line(f"{self.ptr(v)}[{off}] = {elementwise_c.store(v.dtype, expr)};", max(d, od))
 
   # -- generation --------------------------------------------------------------------------
   def _set_parallel(self, n, work_per_iter):
@@ -321,7 +321,7 @@ class KernelGen:
     for i, (name, ct) in enumerate(parts):
       decls.append(f"{ct} *{name} = ({ct} *)((void *const *)ctx)[{i}];")
     for i, rv in enumerate(self.params):
-      t = L.storage_type(rv.dtype)
+      t = elementwise_c.storage_type(rv.dtype)
       const = "" if rv in outs else "const "
       # an output and the donated input whose buffer it may reuse can be the same memory
       res = "" if (rv in self.alias_in or rv in self.alias_out) else "restrict "
@@ -345,12 +345,12 @@ class KernelGen:
     if (not inner or len(inner) > 8 or math.prod(ext) < SPLIT_ROW_MIN
             or (len(inner) > 1 and ext[-1] <= XLA_WINDOW)):
       return None
-    reds = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    reds = [m for m in g.members if self.fu.kind[m] == fusion.REDUCE]
     phase = self._phases()
-    if not reds or any(m.prim not in F.ORDERED_REDUCTIONS or phase[m] != 1
+    if not reds or any(m.prim not in fusion.ORDERED_REDUCTIONS or phase[m] != 1
                        or _tree1_helper(m.prim, m.ins[0].dtype) is None for m in reds):
       return None
-    if any(F.form_vars(self._out_forms(m)) & red for _, m in self._outputs()):
+    if any(fusion.form_vars(self._out_forms(m)) & red for _, m in self._outputs()):
       return None
     if len(inner) > 1 and all(self._direct_row(m.ins[0], inner, _strides(ext),
                                                  self._full_forms()) for m in reds):
@@ -371,7 +371,7 @@ class KernelGen:
     if len(inner) == 1:
       units = -(-n // XLA_WINDOW)
       pad = (units * XLA_WINDOW - n) // 2
-      parts = [(f"pj_part{i}", L.compute_type(m.ins[0].dtype), units) for i, m in enumerate(reds)]
+      parts = [(f"pj_part{i}", elementwise_c.compute_type(m.ins[0].dtype), units) for i, m in enumerate(reds)]
       wbody = wg._row_windows(inner[0], n, reds, pad, [p for p, _, _ in parts])
       self.split = {m: f"{_tree1_helper(m.prim, m.ins[0].dtype)}({p}, {units})"
                     for m, (p, _, _) in zip(reds, parts)}
@@ -380,7 +380,7 @@ class KernelGen:
       units = ext[0]
       dims = _dims_literal(ext)
       bufs, computed = wg._row_fill(inner, reds)
-      parts = [(f"pj_part{i}", L.compute_type(m.ins[0].dtype), n) for i, m in enumerate(computed)]
+      parts = [(f"pj_part{i}", elementwise_c.compute_type(m.ins[0].dtype), n) for i, m in enumerate(computed)]
       bufs.update((m, p) for m, (p, _, _) in zip(computed, parts))
       self.split = {m: f"{_tree1_helper(m.prim, m.ins[0].dtype).replace('tree1', 'treen')}"
                        f"({bufs[m]}, {len(inner)}, {dims})" for m in reds}
@@ -460,7 +460,7 @@ class KernelGen:
         srcs[m] = (direct, "0")
       else:
         b = self.fresh("blk")
-        self.line(f"{L.compute_type(m.ins[0].dtype)} {b}[{blk}];")
+        self.line(f"{elementwise_c.compute_type(m.ins[0].dtype)} {b}[{blk}];")
         srcs[m] = (b, "pj_e0")
         computed.append(m)
     if computed:
@@ -612,7 +612,7 @@ class KernelGen:
         return 0
       seen.add(x)
       if p in members:
-        if self.fu.kind[p] == F.REDUCE:
+        if self.fu.kind[p] == fusion.REDUCE:
           return node_phase(p)
         return max([dep_phase(y, seen) for y in p.ins] + [0])
       if p in self.fu.inline:
@@ -623,7 +623,7 @@ class KernelGen:
       if n in phase:
         return phase[n]
       ph = max([dep_phase(y, set()) for y in n.ins] + [0])
-      if self.fu.kind[n] == F.REDUCE:
+      if self.fu.kind[n] == fusion.REDUCE:
         ph += 1
       phase[n] = ph
       return ph
@@ -642,19 +642,19 @@ class KernelGen:
     for k in kept:
       self.dimexpr[k] = (f"i{k}", 1)
     phase = self._phases()
-    reductions = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    reductions = [m for m in g.members if self.fu.kind[m] == fusion.REDUCE]
     nphase = max([phase[m] for m in reductions] + [0])
     n_outer = math.prod(self.shape[k] for k in kept)
     n_red = math.prod(self.shape[k] for k in red)
     red_set = set(red)
     full_outs, outer_outs = [], []
     for v, m in self._outputs():
-      fvars = F.form_vars(self._out_forms(m))
+      fvars = fusion.form_vars(self._out_forms(m))
       (full_outs if fvars & red_set else outer_outs).append((v, m))
     # which loop writes each full-size output
     out_phase = {}
     for v, m in full_outs:
-      ph = phase[m] if self.fu.kind[m] != F.REDUCE else phase[m]
+      ph = phase[m] if self.fu.kind[m] != fusion.REDUCE else phase[m]
       out_phase[v] = ph + 1 if ph < nphase else nphase + 1
     kept_pairs = [(f"i{k}", self.shape[k]) for k in kept]
     decomp = self._decompose("o", kept_pairs) if kept_pairs else []
@@ -677,13 +677,13 @@ class KernelGen:
     return self.close_all()
 
   def _full_forms(self):
-    return tuple(F.var_form(self.r, k) if self.shape[k] != 1 else F.zero_form(self.r)
+    return tuple(fusion.var_form(self.r, k) if self.shape[k] != 1 else fusion.zero_form(self.r)
                  for k in range(self.r))
 
   def _phase_loop(self, red, reds, outs):
     """The loops of one phase: ordered float sums/products (XLA's order, with any
     order-free reductions), arg reductions (sequential) and the rest (vector lanes)."""
-    ordered = [m for m in reds if m.prim in F.ORDERED_REDUCTIONS and L.is_float(m.ins[0].dtype)]
+    ordered = [m for m in reds if m.prim in fusion.ORDERED_REDUCTIONS and elementwise_c.is_float(m.ins[0].dtype)]
     args = [m for m in reds if m.prim in ("argmax", "argmin")]
     rest = [m for m in reds if m not in ordered and m not in args]
     loops = []
@@ -740,8 +740,8 @@ class KernelGen:
 
   def _init_acc(self, m, acc):
     x = m.ins[0]
-    ct = L.compute_type(x.dtype)
-    self.line(f"{ct} {acc} = {L.identity_literal(m.prim, x.dtype)};")
+    ct = elementwise_c.compute_type(x.dtype)
+    self.line(f"{ct} {acc} = {elementwise_c.identity_literal(m.prim, x.dtype)};")
     if m.prim in ("argmax", "argmin"):
       self.line(f"int64_t {acc}_i = 0;")
 
@@ -753,13 +753,13 @@ class KernelGen:
       axis = m.params["axes"][0]
       idx, _ = self.form_c(full[axis]) if self.shape[axis] != 1 else ("0", 0)
       op = ">" if m.prim == "argmax" else "<"
-      if L.is_float(x.dtype):
+      if elementwise_c.is_float(x.dtype):
         cond = f"!({a} != {a}) && ({e} {op} {a} || {e} != {e})"
       else:
         cond = f"{e} {op} {a}"
       self.line(f"if ({cond}) {{ {a} = {e}; {acc}_i = {idx}; }}")
       return
-    self.line(f"{a} = {L.combine(m.prim, x.dtype, a, e)};")
+    self.line(f"{a} = {elementwise_c.combine(m.prim, x.dtype, a, e)};")
 
   def _finish_acc(self, m, acc):
     """Define the reduction's result (memoized at the current depth)."""
@@ -767,13 +767,13 @@ class KernelGen:
     v = m.out
     forms = self._out_forms(m)
     if m.prim in ("argmax", "argmin"):
-      expr = f"(({L.compute_type(v.dtype)}){acc}_i)"
-    elif m.prim == "reduce_sum" and L.is_float(x.dtype):
-      zero = "0.0" if x.dtype == L.F64 else "0.0f"
-      expr = L.round_to(x.dtype, f"({acc} + {zero})")  # XLA's fold starts from +0
+      expr = f"(({elementwise_c.compute_type(v.dtype)}){acc}_i)"
+    elif m.prim == "reduce_sum" and elementwise_c.is_float(x.dtype):
+      zero = "0.0" if x.dtype == elementwise_c.F64 else "0.0f"
+      expr = elementwise_c.round_to(x.dtype, f"({acc} + {zero})")  # XLA's fold starts from +0
     else:
       expr = acc
-    self.declare((v.id, forms), L.compute_type(v.dtype), expr, self.depth)
+    self.declare((v.id, forms), elementwise_c.compute_type(v.dtype), expr, self.depth)
 
   def _lane_loops(self, inner, reds, accs, full):
     """Order-free reductions: the innermost dimension split into vector lanes (at most 64
@@ -784,7 +784,7 @@ class KernelGen:
     wherever it occurs), which only rows whose extreme is 0 pay."""
     outer_dims, last = inner[:-1], inner[-1]
     n = self.shape[last]
-    width = max(4 if L.is_half(m.ins[0].dtype) else np.dtype(m.ins[0].dtype).itemsize
+    width = max(4 if elementwise_c.is_half(m.ins[0].dtype) else np.dtype(m.ins[0].dtype).itemsize
                 for m in reds)
     cap = max(8, 64 // width)
     lanes = 8
@@ -794,10 +794,10 @@ class KernelGen:
     for j, k in enumerate(outer_dims):
       specs.append((f"for (int64_t i{k} = 0; i{k} < {self.shape[k]}; i{k}++)", [], None))
       self.dimexpr[k] = (f"i{k}", self.depth + 1 + j)
-    keyed = {m for m in reds if m.prim in ("reduce_max", "reduce_min") and L.is_float(m.ins[0].dtype)}
+    keyed = {m for m in reds if m.prim in ("reduce_max", "reduce_min") and elementwise_c.is_float(m.ins[0].dtype)}
 
     def ftype(m):
-      return "double" if m.ins[0].dtype == L.F64 else "float"
+      return "double" if m.ins[0].dtype == elementwise_c.F64 else "float"
 
     def acc_elem(m, a_m, a_n, lane):
       """Accumulate one element into value/NaN accumulators (or the plain accumulator)."""
@@ -844,8 +844,8 @@ class KernelGen:
                     f"({ft}){start}; {accs[m]}_n[pj_l] = 0; }}")
           self.line(f"{ft} {accs[m]}_m0 = ({ft}){start}; int32_t {accs[m]}_n0 = 0;")
         else:
-          ct = L.compute_type(x.dtype)
-          ident = L.identity_literal(m.prim, x.dtype)
+          ct = elementwise_c.compute_type(x.dtype)
+          ident = elementwise_c.identity_literal(m.prim, x.dtype)
           self.line(f"{ct} {accs[m]}_l[{lanes}];")
           self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {accs[m]}_l[pj_l] = {ident};")
       jv = self.fresh("jv")
@@ -873,10 +873,10 @@ class KernelGen:
                     f"{a}_m0 ? {a}_m[pj_l] : {a}_m0; {a}_n0 |= {a}_n[pj_l]; }}")
           fix_zero(m, a)
           self.line(f"{{ {ft} pj_f_ = {a}_n0 ? ({ft})NAN : {a}_m0; "
-                    f"{a} = {L.combine(m.prim, x.dtype, a, 'pj_f_')}; }}")
+                    f"{a} = {elementwise_c.combine(m.prim, x.dtype, a, 'pj_f_')}; }}")
         else:
           self.line(f"for (int pj_l = 0; pj_l < {lanes}; pj_l++) {accs[m]} = "
-                    f"{L.combine(m.prim, x.dtype, accs[m], accs[m] + '_l[pj_l]')};")
+                    f"{elementwise_c.combine(m.prim, x.dtype, accs[m], accs[m] + '_l[pj_l]')};")
     self._nested(specs, body)
 
   def _close_into(self):
@@ -911,7 +911,7 @@ class KernelGen:
     computed = []
     for m in reds:
       x = m.ins[0]
-      ct = L.compute_type(x.dtype)
+      ct = elementwise_c.compute_type(x.dtype)
       direct = self._direct_row(x, inner, st, full)
       if direct is not None:
         bufs[m] = (direct, self.slot_root(x))
@@ -954,14 +954,14 @@ class KernelGen:
         self.uses_tree1 = True
         self.line(f"{accs[m]} = {fast.replace('tree1', 'treen')}({b}, {len(inner)}, {dims});")
       else:
-        self.line(f"{accs[m]} = {L.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
+        self.line(f"{accs[m]} = {elementwise_c.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
       if m in computed and type(x) is Value:
         self.rowbufs[(x.id, full)] = (b, inner, st)
 
   def _direct_row(self, x, inner, st, full):
     """A pointer to ``x``'s row when the reduction reads a materialized array whose
     reduced dimensions are contiguous in row-major order (no copy needed), else None."""
-    if type(x) is not Value or L.is_half(x.dtype):
+    if type(x) is not Value or elementwise_c.is_half(x.dtype):
       return None
     p = x.producer
     if p is not None and (p in self.members or p in self.fu.inline):
@@ -996,9 +996,9 @@ class KernelGen:
     def ident_init(level):
       for m in reds:
         x = m.ins[0]
-        ident = L.identity_literal(m.prim, x.dtype)
+        ident = elementwise_c.identity_literal(m.prim, x.dtype)
         if tile is None:
-          self.line(f"{L.compute_type(x.dtype)} {lvl[level][m]} = {ident};")
+          self.line(f"{elementwise_c.compute_type(x.dtype)} {lvl[level][m]} = {ident};")
           if m.prim in ("argmax", "argmin"):
             self.line(f"int64_t {lvl[level][m]}_i = 0;")
         else:
@@ -1009,16 +1009,16 @@ class KernelGen:
         x = m.ins[0]
         a, b = lvl[level + 1][m], lvl[level][m]
         if tile is None:
-          self.line(f"{a} = {L.combine(m.prim, x.dtype, a, b)};")
+          self.line(f"{a} = {elementwise_c.combine(m.prim, x.dtype, a, b)};")
         else:
           self.line("#pragma omp simd")
           self.line(f"for (int64_t t = 0; t < tn; t++) {a}[t] = "
-                    f"{L.combine(m.prim, x.dtype, a + '[t]', b + '[t]')};")
+                    f"{elementwise_c.combine(m.prim, x.dtype, a + '[t]', b + '[t]')};")
 
     if tile is not None:
       for s in range(nlev):
         for m in reds:
-          self.line(f"{L.compute_type(m.ins[0].dtype)} {lvl[s][m]}[{COL_TILE}];")
+          self.line(f"{elementwise_c.compute_type(m.ins[0].dtype)} {lvl[s][m]}[{COL_TILE}];")
 
     # top level: row-major over the top grid; cell index names c{nlev}_{k}
     def cell(level, k):
@@ -1061,8 +1061,8 @@ class KernelGen:
   def _col(self):
     g = self.g
     red = list(g.axes)
-    pre, post = F.split_col(self.shape, red)
-    reductions = [m for m in g.members if self.fu.kind[m] == F.REDUCE]
+    pre, post = fusion.split_col(self.shape, red)
+    reductions = [m for m in g.members if self.fu.kind[m] == fusion.REDUCE]
     n_pre = math.prod(self.shape[k] for k in pre)
     n_post = math.prod(self.shape[k] for k in post)
     n_red = math.prod(self.shape[k] for k in red)
@@ -1082,10 +1082,10 @@ class KernelGen:
     accs = {m: self.fresh("acc") for m in reductions}
     for m in reductions:
       x = m.ins[0]
-      ct = L.compute_type(x.dtype)
+      ct = elementwise_c.compute_type(x.dtype)
       self.line(f"{ct} {accs[m]}[{COL_TILE}];")
       self.line(f"for (int64_t t = 0; t < tn; t++) {accs[m]}[t] = "
-                f"{L.identity_literal(m.prim, x.dtype)};")
+                f"{elementwise_c.identity_literal(m.prim, x.dtype)};")
       if m.prim in ("argmax", "argmin"):
         self.line(f"int64_t {accs[m]}_i[{COL_TILE}];")
         self.line(f"for (int64_t t = 0; t < tn; t++) {accs[m]}_i[t] = 0;")
@@ -1097,7 +1097,7 @@ class KernelGen:
 
     red_set = set(red)
     full_outs = [(v, m) for v, m in self._outputs()
-                 if F.form_vars(self._out_forms(m)) & red_set]
+                 if fusion.form_vars(self._out_forms(m)) & red_set]
     kept_outs = [(v, m) for v, m in self._outputs() if (v, m) not in full_outs]
     pending_full = [full_outs]
 
@@ -1117,13 +1117,13 @@ class KernelGen:
             axis = m.params["axes"][0]
             idx, _ = self.form_c(full[axis]) if self.shape[axis] != 1 else ("0", 0)
             op = ">" if m.prim == "argmax" else "<"
-            if L.is_float(x.dtype):
+            if elementwise_c.is_float(x.dtype):
               cond = f"!({a} != {a}) && ({e} {op} {a} || {e} != {e})"
             else:
               cond = f"{e} {op} {a}"
             self.line(f"if ({cond}) {{ {a} = {e}; {acc_map[m]}_i[t] = {idx}; }}")
           else:
-            self.line(f"{a} = {L.combine(m.prim, x.dtype, a, e)};")
+            self.line(f"{a} = {elementwise_c.combine(m.prim, x.dtype, a, e)};")
         for v, m in pending_full[0]:   # full-size outputs: written by the first pass
           forms = self._out_forms(m)
           self.store(v, forms, self.value(v, forms))
@@ -1134,7 +1134,7 @@ class KernelGen:
       pending_full[0] = []
 
     ordered_ms = [m for m in reductions
-                  if m.prim in F.ORDERED_REDUCTIONS and L.is_float(m.ins[0].dtype)]
+                  if m.prim in fusion.ORDERED_REDUCTIONS and elementwise_c.is_float(m.ins[0].dtype)]
     plain_ms = [m for m in reductions if m not in ordered_ms]
     if ordered_ms:
       work_accs = {m: accs[m] for m in ordered_ms}
@@ -1159,13 +1159,13 @@ class KernelGen:
       v = m.out
       forms = self._out_forms(m)
       if m.prim in ("argmax", "argmin"):
-        expr = f"(({L.compute_type(v.dtype)}){accs[m]}_i[t])"
-      elif m.prim == "reduce_sum" and L.is_float(x.dtype):
-        zero = "0.0" if x.dtype == L.F64 else "0.0f"
-        expr = L.round_to(x.dtype, f"({accs[m]}[t] + {zero})")
+        expr = f"(({elementwise_c.compute_type(v.dtype)}){accs[m]}_i[t])"
+      elif m.prim == "reduce_sum" and elementwise_c.is_float(x.dtype):
+        zero = "0.0" if x.dtype == elementwise_c.F64 else "0.0f"
+        expr = elementwise_c.round_to(x.dtype, f"({accs[m]}[t] + {zero})")
       else:
         expr = f"{accs[m]}[t]"
-      self.declare((v.id, forms), L.compute_type(v.dtype), expr, self.depth)
+      self.declare((v.id, forms), elementwise_c.compute_type(v.dtype), expr, self.depth)
     for v, m in kept_outs:
       forms = self._out_forms(m)
       self.store(v, forms, self.value(v, forms))

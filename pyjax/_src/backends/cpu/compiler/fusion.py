@@ -2,7 +2,7 @@
 
 Kinds of nodes:
 
-- *elementwise* (``EW``): one C expression per element (``lower_c.supports``);
+- *elementwise* (``EW``): one C expression per element (``elementwise_c.supports``);
 - *layout* (``LAYOUT``): ``broadcast_in_dim``, ``transpose``, ``reshape``, ``squeeze``,
   ``rev``, ``slice``, ``iota`` -- they only change which element is read, so consumers
   compute them inline at a remapped index (affine index maps);
@@ -35,7 +35,8 @@ import math
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import lower_c, opaque, primitive_table as _table
+from pyjax._src.backends.cpu.compiler import opaque, primitive_table as _table
+from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit, Value
 
 EW, LAYOUT, REDUCE, DOT, HOST = "ew", "layout", "reduce", "dot", "host"
@@ -55,17 +56,17 @@ def classify(node):
   if p in LAYOUT_PRIMS:
     if p == "reshape" and node.params.get("dimensions") is not None:
       return HOST
-    if not lower_c.storable(out.dtype):
+    if not elementwise_c.storable(out.dtype):
       return HOST
     return LAYOUT
   if p in REDUCE_PRIMS:
     x = node.ins[0]
-    if type(x) is not Value or not lower_c.reduction_supported(p, x.dtype, out.dtype):
+    if type(x) is not Value or not elementwise_c.reduction_supported(p, x.dtype, out.dtype):
       return HOST
     return REDUCE
   if p == "dot_general":
     return DOT if _blas_dot(node) else HOST
-  if lower_c.supports(node):
+  if elementwise_c.supports(node):
     return EW
   return HOST
 

@@ -10,18 +10,18 @@ instead of as a NumPy step between segments.  Such a primitive registers here:
   C-contiguous, in storage types: ``lower_c.storage_type``; a scalar-literal input is a
   null pointer -- a kernel that accepts literals bakes them into its C, the others'
   ``supported`` rejects them); the kernel may use the
-  prelude's helpers and ``pj_parallel_for`` (``runtime.py``);
+  prelude's helpers and ``pj_parallel_for`` (``native/runtime.py``);
 - ``work(node) -> int``: a rough count of elementary operations (for the GIL-release
   threshold).
 
 Fusion makes every supported node a group of its own (kind ``"dot"``, like a BLAS call):
 its operands are materialized before it and its outputs after it.  Multi-output nodes are
-allowed.  Modules that register: ``conv.py`` (convolutions), ``sort_cum.py`` (sort, top_k,
-cumulative ops), ``gather_scatter.py`` (gather and the scatters), ``slicing_c.py``
-(dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``window_c.py``
-(reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add), ``gemm_c.py``
+allowed.  Modules that register: ``kernels/convolution.py`` (convolutions), ``kernels/sorting.py`` (sort, top_k,
+cumulative ops), ``kernels/gather_scatter.py`` (gather and the scatters), ``kernels/shapes.py``
+(dynamic_slice, dynamic_update_slice, concatenate, stack, split), ``kernels/windowed.py``
+(reduce_window_sum/max/min, select_and_scatter_add, select_and_gather_add), ``kernels/gemm.py``
 (dot_general on integer, bool and half-precision operands; float32/float64 dots call BLAS),
-``linalg_c.py`` (small real lu, triangular_solve, lu_pivots_to_permutation via SciPy's LAPACK),
+``kernels/linalg.py`` (small real lu, triangular_solve, lu_pivots_to_permutation via SciPy's LAPACK),
 ``kernels/sparse.py`` (sparse x dense products and the sampled dense-dense product).
 """
 from __future__ import annotations
@@ -30,13 +30,13 @@ import importlib
 
 _REGISTRY = {}
 # modules whose import registers kernels (imported lazily, once)
-_MODULES = ["pyjax._src.backends.cpu.compiler.conv",
-            "pyjax._src.backends.cpu.compiler.sort_cum",
-            "pyjax._src.backends.cpu.compiler.gather_scatter",
-            "pyjax._src.backends.cpu.compiler.slicing_c",
-            "pyjax._src.backends.cpu.compiler.window_c",
-            "pyjax._src.backends.cpu.compiler.gemm_c",
-            "pyjax._src.backends.cpu.compiler.linalg_c",
+_MODULES = ["pyjax._src.backends.cpu.compiler.kernels.convolution",
+            "pyjax._src.backends.cpu.compiler.kernels.sorting",
+            "pyjax._src.backends.cpu.compiler.kernels.gather_scatter",
+            "pyjax._src.backends.cpu.compiler.kernels.shapes",
+            "pyjax._src.backends.cpu.compiler.kernels.windowed",
+            "pyjax._src.backends.cpu.compiler.kernels.gemm",
+            "pyjax._src.backends.cpu.compiler.kernels.linalg",
             "pyjax._src.backends.cpu.compiler.kernels.sparse"]
 _loaded = False
 

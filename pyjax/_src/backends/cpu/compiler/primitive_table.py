@@ -33,12 +33,12 @@ Attributes:
 ``scalar``    elementwise: ``simplify`` may feed it a 0-d operand in place of a broadcast
               scalar (implicit broadcasting);
 ``libm``      lowered as the C library function of the same name (``sin`` -> ``sinf``/``sin``;
-              ``vmath.py``'s own inline code where it has one);
+              ``kernels/vmath.py``'s own inline code where it has one);
 ``float``     C lowering only for floating-point operands;
 ``int``       C lowering only for integer results;
 ``nohalf``    no C lowering for float16/bfloat16 results;
 ``round``     a half-precision result is computed in float32 and rounded afterwards;
-``inexact``   the lowering is not a correctly rounded operation (``tier_native.py`` runs it on
+``inexact``   the lowering is not a correctly rounded operation (``numpy_tier/native.py`` runs it on
               the compiler's C in the NumPy tier too, so the tiers give the same bits);
 ``expensive`` fusion never recomputes it more often than it has elements;
 ``ordered``   a float reduction summed in XLA's order;

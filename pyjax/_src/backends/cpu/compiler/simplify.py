@@ -35,9 +35,9 @@ ELEMENTWISE = _table.SCALAR_OPERANDS
 
 def _impls():
   from pyjax._src.backends.cpu import eager as cpu_eager
-  from pyjax._src.backends.cpu import tier_native
-  # folded transcendental constants get the bits the tiers compute (tier_native.py)
-  return {k: tier_native.impl(k, v) for k, v in cpu_eager.impls.items()}
+  from pyjax._src.backends.cpu.numpy_tier import native
+  # folded transcendental constants get the bits the tiers compute (driver.py)
+  return {k: native.impl(k, v) for k, v in cpu_eager.impls.items()}
 
 
 def is_zero(x, any_sign=True):

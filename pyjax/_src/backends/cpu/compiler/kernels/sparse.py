@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyjax._src.backends.cpu.compiler import lower_c, opaque
+from pyjax._src.backends.cpu.compiler import opaque
+from pyjax._src.backends.cpu.compiler.kernels import elementwise
 from pyjax._src.backends.cpu.compiler.ir import Value
 
 _F = (np.dtype(np.float32), np.dtype(np.float64))
@@ -154,8 +155,8 @@ def _sorted_rows(name, mode, g, t):
 def _product_source(node, name):
   g = _product_geometry(node)
   mode, out_n, in_n, K, nse, idt, extra = g
-  t = lower_c.storage_type(node.outs[0].dtype)
-  it = lower_c.storage_type(idt)
+  t = elementwise.storage_type(node.outs[0].dtype)
+  it = elementwise.storage_type(idt)
   # several right-hand sides: the elements are bucketed by output row (a stable counting
   # sort into O(nse) scratch, storage order kept within a row) and the rows run in
   # parallel, each row's output staying in cache; one right-hand side: one pass in
@@ -262,8 +263,8 @@ def _sampled_work(node):
 def _sampled_source(node, name):
   M, N, Kc, (sar, sak, sbc, sbk), nse = _sampled_geometry(node)
   a, b, idx = node.ins
-  t = lower_c.storage_type(node.outs[0].dtype)
-  it = lower_c.storage_type(idx.dtype)
+  t = elementwise.storage_type(node.outs[0].dtype)
+  it = elementwise.storage_type(idx.dtype)
   if Kc == 0:
     body = "      y = A[r] * Bm[c];"
   else:
