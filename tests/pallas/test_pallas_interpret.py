@@ -672,3 +672,9 @@ def test_grids_in_both_modes(mode):
   check(_iota)
   check(_kblocked, _rand((8, 12)), _rand((12, 8), seed=1))
   check(_ragged, _rand((10, 7)).astype(np.float64 if mode else np.float32))
+
+
+def test_small_utilities_match_jax():
+  for name, args in [("cdiv", (9, 2)), ("align_to", (5, 4)), ("next_power_of_2", (5,)),
+                     ("strides_from_shape", ((2, 3, 4),))]:
+    assert getattr(ppl, name)(*args) == getattr(jpl, name)(*args)

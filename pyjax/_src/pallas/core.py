@@ -367,3 +367,33 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
   refs = [new(t) for t in types]
   kw = {k: new(t) for k, t in kw_types.items()}
   return f(*refs, **kw)
+
+
+# --- small utilities (pl.align_to, ...) -----------------------------------------------------
+def align_to(a, alignment):
+  """``a`` rounded up to a multiple of ``alignment``."""
+  return cdiv(a, alignment) * alignment
+
+
+def next_power_of_2(x):
+  """The smallest power of two >= ``x`` (1 for 0)."""
+  if x < 0:
+    raise ValueError("`next_power_of_2` requires a non-negative integer.")
+  return 1 if x == 0 else 2 ** (x - 1).bit_length()
+
+
+def strides_from_shape(shape):
+  """Row-major strides of ``shape``, in elements."""
+  size = int(np.prod(shape))
+  out = []
+  for s in shape:
+    size = size // s
+    out.append(int(size))
+  return tuple(out)
+
+
+def broadcast_to(a, shape):
+  """``a`` broadcast to ``shape`` (``jnp.broadcast_to``)."""
+  import pyjax.numpy as jnp
+  a = jnp.asarray(a)
+  return a if tuple(a.shape) == tuple(shape) else jnp.broadcast_to(a, shape)

@@ -3,7 +3,7 @@ run with JAX's interpret-mode semantics or compiled to C on CPU (see docs/pallas
 from pyjax._src.pallas.core import (  # noqa: F401
     Blocked, BlockSpec, BoundedSlice, Buffered, CostEstimate, Element, GridSpec, MemoryRef,
     MemorySpace, no_block_spec, Squeezed, squeezed, cdiv, loop, multiple_of, num_programs,
-    program_id, run_scoped, when)
+    program_id, run_scoped, when, align_to, next_power_of_2, strides_from_shape, broadcast_to)
 from pyjax._src.pallas.pallas_call import pallas_call, pallas_call_p  # noqa: F401
 from pyjax._src.pallas.primitives import debug_print, reciprocal  # noqa: F401
 from pyjax._src.state.indexing import ds, dslice, Slice  # noqa: F401
