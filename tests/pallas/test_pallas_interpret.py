@@ -678,3 +678,23 @@ def test_small_utilities_match_jax():
   for name, args in [("cdiv", (9, 2)), ("align_to", (5, 4)), ("next_power_of_2", (5,)),
                      ("strides_from_shape", ((2, 3, 4),))]:
     assert getattr(ppl, name)(*args) == getattr(jpl, name)(*args)
+
+
+def _alias_accumulate(pl, jnp, lax, jx):
+  # the output starts as the aliased input: blocks accumulate into it
+  def kernel(x_ref, acc_ref, o_ref):
+    o_ref[...] += x_ref[...]
+
+  def f(x, acc, interpret):
+    return pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct(acc.shape, acc.dtype),
+                          grid=(2, 3), in_specs=[pl.BlockSpec((4,), lambda i, k: (i,)),
+                                                 pl.BlockSpec((4,), lambda i, k: (i,))],
+                          out_specs=pl.BlockSpec((4,), lambda i, k: (i,)),
+                          input_output_aliases={1: 0}, interpret=interpret)(x, acc)
+  return f
+
+
+def test_aliased_output_accumulates():
+  x, acc = _rand(8), _rand(8, seed=1)
+  out = check(_alias_accumulate, x, acc)
+  np.testing.assert_allclose(np.asarray(out), acc + 3 * x, rtol=1e-6)
