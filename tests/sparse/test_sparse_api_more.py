@@ -73,6 +73,12 @@ def _cases(L, S, J):
                           (L.array([0, -1]), slice(None)), (slice(None), L.array([[2], [0]]))]):
     r = m3[ix]
     out[f"getitem_array{k}"] = (r.todense(), r.nse, r.n_batch)
+  sp = [lambda x: J.lax.rev(x, (1,)), lambda x: J.lax.broadcast_in_dim(x, (2, 3, 4), (1, 2)),
+        lambda x: J.lax.dynamic_slice(x, (L.int32(1), L.int32(1)), (2, 2)),
+        lambda x: x[L.array([2, 0])], lambda x: x[:, L.array([3, 1])].sum(0)]
+  for k, f in enumerate(sp):
+    r = S.sparsify(f)(bm)
+    out[f"sparsify{k}"] = r.todense() if hasattr(r, "todense") else r
   out["bcsr_concat"] = S.bcsr_concatenate([S.BCSR.fromdense(L.asarray(M))] * 2,
                                           dimension=0).todense()
   return out
@@ -89,7 +95,8 @@ _KEYS = sorted([
     "csr_gdata", "csr_jit_fd", "eye_csr", "eye_csc", "eye_coo", "empty_csc", "todense_csr",
     "todense_dense", "todense_grad", "bid", "bid_sparse1", "dslice", "dslice_jit", "rev",
     "rev_batch", "gather", "sparse_grad", "value_and_grad", "jacfwd", "bcsr_concat",
-    "getitem_array0", "getitem_array1", "getitem_array2", "getitem_array3"])
+    "getitem_array0", "getitem_array1", "getitem_array2", "getitem_array3", "sparsify0",
+    "sparsify1", "sparsify2", "sparsify3", "sparsify4"])
 
 
 @pytest.mark.parametrize("key", _KEYS)

@@ -18,6 +18,7 @@ import functools
 from pyjax._src import core, tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.sparse import bcoo_array as B
+from pyjax._src.sparse import indexing as I
 from pyjax._src.sparse import layout as L
 from pyjax._src.sparse.bcsr import BCSR
 
@@ -93,7 +94,23 @@ def _rules():
                                              strides=kw.get("strides")),
       "concatenate": lambda p, *a: L.bcoo_concatenate(list(a[:-1]),
                                                        dimension=a[-1]["dimension"]),
+      "broadcast_in_dim": lambda p, x, *dyn_kw: I.bcoo_broadcast_in_dim(
+          x, shape=dyn_kw[-1]["shape"], broadcast_dimensions=dyn_kw[-1]["broadcast_dimensions"]),
+      "rev": lambda p, x, kw: I.bcoo_rev(x, kw["dimensions"]),
+      "dynamic_slice": _dynamic_slice,
+      "gather": lambda p, x, i, kw: I.bcoo_gather(
+          x, i, kw["dimension_numbers"], kw["slice_sizes"],
+          unique_indices=kw.get("unique_indices", False),
+          indices_are_sorted=kw.get("indices_are_sorted", False), mode=kw.get("mode"),
+          fill_value=kw.get("fill_value")),
   }
+
+
+def _dynamic_slice(prim, x, *rest):
+  *starts, kw = rest
+  if any(_is_sparse(s) for s in starts):
+    _unimplemented("dynamic_slice")
+  return I.bcoo_dynamic_slice(x, starts, kw["slice_sizes"])
 
 
 def _eval(jaxpr, consts, args):
