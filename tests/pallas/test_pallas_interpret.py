@@ -698,3 +698,17 @@ def test_aliased_output_accumulates():
   x, acc = _rand(8), _rand(8, seed=1)
   out = check(_alias_accumulate, x, acc)
   np.testing.assert_allclose(np.asarray(out), acc + 3 * x, rtol=1e-6)
+
+
+def test_kernel_traced_once_per_operand_types():
+  traces = []
+
+  def kernel(x_ref, o_ref):
+    traces.append(1)
+    o_ref[...] = x_ref[...] + 1.0
+  f = ppl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((4,), pjnp.float32),
+                      interpret=True)
+  f(pjnp.zeros(4))
+  f(pjnp.ones(4))
+  pyjax.jit(f)(pjnp.ones(4))
+  assert len(traces) == 1

@@ -287,14 +287,26 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=plc.no_b
   out_paths = [p for p, _ in out_with_paths]
   out_avals = [_out_aval(s) for _, s in out_with_paths]
 
+  traced = {}   # (input structure, avals, x64) -> the primitive's params
+
   def wrapped(*args):
     arg_with_paths, in_tree = tree_util.tree_flatten_with_path(args)
-    flat_args = [a for _, a in arg_with_paths]
+    import pyjax.numpy as jnp
+    flat_args = [a if isinstance(a, core.Tracer) else jnp.asarray(a)
+                 for _, a in arg_with_paths]
+    in_avals = [state_types.shaped(core.get_aval(a)) for a in flat_args]
+    from pyjax._src.config import config
+    key = (in_tree, tuple(in_avals), bool(config.jax_enable_x64))
+    params = traced.get(key)
+    if params is None:
+      params = traced[key] = prepare(args, arg_with_paths, in_tree, in_avals)
+    outs = pallas_call_p.bind(*flat_args, **params)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+  def prepare(args, arg_with_paths, in_tree, in_avals):
+    """Trace the kernel and the index maps for these operands: the primitive's params."""
     in_origins = [f"args{_keystr(p)}" for p, _ in arg_with_paths]
     out_origins = [f"outputs{_keystr(p)}" for p in out_paths]
-    import pyjax.numpy as jnp
-    flat_args = [a if isinstance(a, core.Tracer) else jnp.asarray(a) for a in flat_args]
-    in_avals = [state_types.shaped(core.get_aval(a)) for a in flat_args]
     g = tuple(int(d) for d in grid_spec.grid)
     n_sp = getattr(grid_spec, "num_scalar_prefetch", 0)
     if n_sp:
@@ -330,21 +342,25 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=plc.no_b
     if debug:
       print(f"\nJaxpr of the kernel in pallas_call {staging.fun_source_info(kernel)}:")
       print(kjaxpr)
-    outs = bind(flat_args, jaxpr=kjaxpr, grid_mapping=gm,
-                input_output_aliases=tuple(aliases.items()), interpret=interpret,
-                debug=debug, name=name, compiler_params=compiler_params,
-                cost_estimate=cost_estimate, out_avals=tuple(out_avals))
-    return tree_util.tree_unflatten(out_tree, outs)
+    return with_grid_loop(in_avals, jaxpr=kjaxpr, grid_mapping=gm,
+                          input_output_aliases=tuple(aliases.items()), interpret=interpret,
+                          debug=debug, name=name, compiler_params=compiler_params,
+                          cost_estimate=cost_estimate, out_avals=tuple(out_avals))
   return wrapped
+
+
+def with_grid_loop(in_avals, **params):
+  """``params`` plus the ``grid_loop`` (the grid program traced on ``in_avals``)."""
+  from pyjax._src.pallas import interpret as _interp
+  params["grid_loop"] = _interp.grid_program(params["jaxpr"], params["grid_mapping"],
+                                             params["input_output_aliases"], list(in_avals))
+  return params
 
 
 def bind(args, **params):
   """Bind ``pallas_call_p`` on ``args`` with ``params`` plus its ``grid_loop``."""
-  from pyjax._src.pallas import interpret as _interp
-  gl = _interp.grid_program(params["jaxpr"], params["grid_mapping"],
-                            params["input_output_aliases"],
-                            [state_types.shaped(core.get_aval(a)) for a in args])
-  return pallas_call_p.bind(*args, grid_loop=gl, **params)
+  params = with_grid_loop([state_types.shaped(core.get_aval(a)) for a in args], **params)
+  return pallas_call_p.bind(*args, **params)
 
 
 # --- rules ----------------------------------------------------------------------------------
