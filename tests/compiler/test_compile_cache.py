@@ -349,6 +349,31 @@ def test_lru_eviction_keeps_recently_used_entries(tmp_path, monkeypatch):
   _no_leftovers(sub)
 
 
+def test_a_stalled_lock_holder_stops_nobody(tmp_path, monkeypatch):
+  """Another process holding the cache directory's lock (here: this test, through its own
+  open file description) and never letting go: publishing gives up after its deadline and
+  the library still loads (from the private directory), eviction skips, nothing hangs."""
+  import fcntl
+  import time
+  monkeypatch.setenv("PYJAX_CACHE_DIR", str(tmp_path))
+  monkeypatch.setattr(cache, "_PUBLISH_LOCK_TIMEOUT", 0.2)
+  sub = tmp_path / f"cpu-{cache.FORMAT}"
+  sub.mkdir()
+  fd = os.open(sub / ".evict.lock", os.O_RDWR | os.O_CREAT)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    t0 = time.monotonic()
+    lib = cache.get_library(_tiny_source(77), build.toolchain())
+    assert lib.pyjax_tiny_77(1) == 78
+    assert cache.evict(str(sub), 0) == -1
+    assert time.monotonic() - t0 < 60
+    assert not _entry_files(sub)   # not published while the lock was held
+  finally:
+    os.close(fd)
+  assert cache.evict(str(sub), 1 << 40) >= 0   # free again
+  _no_leftovers(sub)
+
+
 def test_min_entry_size_keeps_small_programs_off_disk(tmp_path, monkeypatch):
   monkeypatch.setenv("PYJAX_CACHE_DIR", str(tmp_path))
   prev = pyjax.config.jax_persistent_cache_min_entry_size_bytes

@@ -487,9 +487,14 @@ def _publish(d, key, so, meta, source, toolchain):
       return _load(private)
     with open(tmp_meta, "w") as f:
       json.dump({"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": size}, f)
-    with _DirLock(d, exclusive=False):
-      _replace(tmp_final, so)
-      _replace(tmp_meta, meta)
+    with _DirLock(d, exclusive=False, timeout=_PUBLISH_LOCK_TIMEOUT) as lock:
+      if lock.acquired:
+        _replace(tmp_final, so)
+        _replace(tmp_meta, meta)
+    if not lock.acquired:   # an evictor holds the directory: keep the library private
+      private = os.path.join(private_dir(), f"{key}.so")
+      shutil.move(tmp_final, private)
+      return _load(private)
   finally:
     for p in (tmp_final, tmp_meta):
       try:
@@ -519,13 +524,15 @@ def _evict_after_write(d, added):
     st[1] += 1
     if st[0] <= max_size and st[1] < _RESCAN_EVERY:
       return
-  _written[d] = [evict(d, max_size), 0, max_size]
+  left = evict(d, max_size)
+  # skipped (the lock was busy): over the bound, so the next write tries again
+  _written[d] = [left if left >= 0 else max_size + 1, 0, max_size]
 
 
 @atexit.register
 def _evict_at_exit():
   for d, st in list(_written.items()):
-    if st[1]:
+    if st[1] or st[0] > st[2]:   # writes since the last scan, or a scan skipped
       try:
         evict(d, st[2])
       except Exception:  # noqa: BLE001  -- interpreter shutdown
@@ -575,22 +582,42 @@ def _entries(d):
 class _DirLock:
   """An advisory lock on ``<d>/.evict.lock`` (a no-op where ``fcntl`` or the file is not
   available): publishers hold it shared while they rename an entry's two files into
-  place, an evictor exclusively, so eviction never splits an entry being published."""
+  place, an evictor exclusively, so eviction never splits an entry being published.
 
-  def __init__(self, d, exclusive):
+  The lock is shared by every pyjax process of the machine, so nobody waits for it
+  without a deadline: a process that stalls while holding it (a thread starved of the
+  GIL by a blocking C call, a stopped process) must not stop the others.  ``timeout``
+  seconds at most (0: one try); ``acquired`` says whether the lock was taken."""
+
+  def __init__(self, d, exclusive, timeout):
     self.path = os.path.join(d, ".evict.lock")
     self.exclusive = exclusive
+    self.timeout = timeout
     self.fd = None
+    self.acquired = False
 
   def __enter__(self):
     try:
       import fcntl
       self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-      fcntl.flock(self.fd, fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH)
+      mode = (fcntl.LOCK_EX if self.exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+      deadline = time.monotonic() + self.timeout
+      pause = 0.001
+      while True:
+        try:
+          fcntl.flock(self.fd, mode)
+          self.acquired = True
+          break
+        except BlockingIOError:
+          if time.monotonic() >= deadline:
+            break
+          time.sleep(pause)
+          pause = min(pause * 2, 0.05)
     except (ImportError, OSError):
-      if self.fd is not None:
-        os.close(self.fd)
-        self.fd = None
+      pass
+    if not self.acquired and self.fd is not None:
+      os.close(self.fd)
+      self.fd = None
     return self
 
   def __exit__(self, *exc):
@@ -599,17 +626,27 @@ class _DirLock:
       self.fd = None
 
 
+# Publishing waits this long for evictors to finish; after it the entry is not published
+# (the library loads from the process's private directory, as entries too small for the
+# cache do).  Evictors never wait: when the lock is busy they leave eviction to a later
+# write or to the process's exit.
+_PUBLISH_LOCK_TIMEOUT = 5.0
+
+
 def evict(d, max_size=None):
   """Delete the least recently used entries of ``d`` until it holds at most ``max_size``
   bytes (default: ``jax_compilation_cache_max_size``; -1: no limit); returns the bytes
-  left.  Safe to run in several processes at once (evictors take turns; publishers wait
-  for the evictor)."""
+  left, or -1 when another process holds the directory's lock (then nothing is deleted).
+  Safe to run in several processes at once (an evictor skips while another works;
+  publishers wait a few seconds for the evictor)."""
   if max_size is None:
     max_size = _max_size()
   if max_size is None or max_size < 0:
     return 0
-  with _DirLock(d, exclusive=True):
-    return _evict_locked(d, max_size)
+  with _DirLock(d, exclusive=True, timeout=0) as lock:
+    if lock.acquired:
+      return _evict_locked(d, max_size)
+  return -1
 
 
 def _evict_locked(d, max_size):
