@@ -79,6 +79,15 @@ def _cases(L, S, J):
   for k, f in enumerate(sp):
     r = S.sparsify(f)(bm)
     out[f"sparsify{k}"] = r.todense() if hasattr(r, "todense") else r
+  x = np.array([[[0, 1., 0, 2, 0, 0, 3]]], np.float32)
+  k = np.array([[[1., 0, -1]]], np.float32)
+  for j, pad in enumerate(("SAME", [(2, 1)])):
+    r = S.bcoo_conv_general_dilated(S.BCOO.fromdense(L.asarray(x), n_batch=2), L.asarray(k),
+                                    window_strides=(1,), padding=pad)
+    out[f"conv{j}"] = (r.data, r.indices, r.todense())
+  r = S.sparsify(lambda a, b: J.lax.conv_general_dilated(a, b, (1,), "VALID"))(
+      L.asarray(x), S.BCOO.fromdense(L.asarray(k), n_batch=2))
+  out["conv_sparsify"] = (r.data, r.indices)
   out["bcsr_concat"] = S.bcsr_concatenate([S.BCSR.fromdense(L.asarray(M))] * 2,
                                           dimension=0).todense()
   return out
@@ -96,7 +105,7 @@ _KEYS = sorted([
     "todense_dense", "todense_grad", "bid", "bid_sparse1", "dslice", "dslice_jit", "rev",
     "rev_batch", "gather", "sparse_grad", "value_and_grad", "jacfwd", "bcsr_concat",
     "getitem_array0", "getitem_array1", "getitem_array2", "getitem_array3", "sparsify0",
-    "sparsify1", "sparsify2", "sparsify3", "sparsify4"])
+    "sparsify1", "sparsify2", "sparsify3", "sparsify4", "conv0", "conv1", "conv_sparsify"])
 
 
 @pytest.mark.parametrize("key", _KEYS)
@@ -132,7 +141,7 @@ def test_classes_and_errors():
 
 
 # names JAX exports that pyjax does not (yet): see docs/sparse.md
-_NOT_YET = {"SparseTracer", "bcoo_conv_general_dilated", "bcsr_dot_general_p",
+_NOT_YET = {"SparseTracer", "bcsr_dot_general_p",
             "bcsr_extract_p", "bcsr_fromdense_p", "bcsr_todense_p"}
 
 

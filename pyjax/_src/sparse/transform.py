@@ -21,6 +21,7 @@ from pyjax._src.sparse import bcoo_array as B
 from pyjax._src.sparse import indexing as I
 from pyjax._src.sparse import layout as L
 from pyjax._src.sparse.bcsr import BCSR
+from pyjax._src.sparse.conv import bcoo_conv_general_dilated
 
 __all__ = ["sparsify"]
 
@@ -97,6 +98,12 @@ def _rules():
       "broadcast_in_dim": lambda p, x, *dyn_kw: I.bcoo_broadcast_in_dim(
           x, shape=dyn_kw[-1]["shape"], broadcast_dimensions=dyn_kw[-1]["broadcast_dimensions"]),
       "rev": lambda p, x, kw: I.bcoo_rev(x, kw["dimensions"]),
+      "conv_general_dilated": lambda p, x, y, kw: bcoo_conv_general_dilated(
+          x, y, window_strides=kw["window_strides"], padding=kw["padding"],
+          lhs_dilation=kw["lhs_dilation"], rhs_dilation=kw["rhs_dilation"],
+          dimension_numbers=kw["dimension_numbers"],
+          feature_group_count=kw["feature_group_count"],
+          batch_group_count=kw["batch_group_count"]),
       "dynamic_slice": _dynamic_slice,
       "gather": lambda p, x, i, kw: I.bcoo_gather(
           x, i, kw["dimension_numbers"], kw["slice_sizes"],

@@ -29,6 +29,7 @@ from pyjax._src.sparse.api import todense, todense_p  # noqa: F401
 from pyjax._src.sparse.indexing import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_dynamic_slice, bcoo_gather, bcoo_rev, bcsr_broadcast_in_dim,
     bcsr_concatenate)
+from pyjax._src.sparse.conv import bcoo_conv_general_dilated  # noqa: F401
 from pyjax._src.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad  # noqa: F401
 from pyjax.experimental.sparse import (  # noqa: F401,E402
     ad, api, bcoo, bcsr, coo, csr, linalg, random, transform, util)
