@@ -60,16 +60,30 @@ def match(eqn, recip_of):
   return None
 
 
+_ONES = {d: np.ones((), d) for d in ELIGIBLE}
+
+
 def reciprocal(e, dtype):
   """``1 / e`` in ``dtype`` (a NumPy value)."""
   dtype = np.dtype(dtype)
-  return np.divide(np.ones((), dtype), np.asarray(e, dtype))
+  return np.divide(_ONES[dtype], np.asarray(e, dtype))
 
 
 def mul_by_reciprocal(a, e, *, dtype):
-  """``a * (1 / e)`` in ``dtype`` (NumPy buffers; NumPy broadcasting as ``div``'s)."""
-  dtype = np.dtype(dtype)
-  return np.asarray(np.multiply(np.asarray(a, dtype), reciprocal(e, dtype)), dtype)
+  """``a * (1 / e)`` in ``dtype`` (NumPy buffers of ``dtype``, as the plans pass them;
+  NumPy broadcasting as ``div``'s)."""
+  r = np.multiply(a, np.divide(_ONES[dtype], e))
+  if r.__class__ is not np.ndarray or r.dtype != dtype:
+    r = np.asarray(r, dtype)
+  return r
+
+
+def mul_by_constant(a, *, r, dtype):
+  """``a * r`` in ``dtype`` (``r``: a reciprocal computed when the plan was made)."""
+  out = np.multiply(a, r)
+  if out.__class__ is not np.ndarray or out.dtype != dtype:
+    out = np.asarray(out, dtype)
+  return out
 
 
 def bool_numerator(a, out, pred_of):
@@ -101,9 +115,12 @@ def rewrite(eqn, pred_of, recip_of):
     o = eqn.outvars[0]
     p = bool_numerator(rd[0], o, pred_of)
     if p is not None:
-      return select_reciprocal, (p, rd[1]), {"dtype": o.aval.dtype,
+      return select_reciprocal, (p, rd[1]), {"dtype": np.dtype(o.aval.dtype),
                                              "shape": tuple(o.aval.shape)}
-    return mul_by_reciprocal, rd, {"dtype": o.aval.dtype}
+    dtype = np.dtype(o.aval.dtype)
+    if _is_literal(rd[1]):   # the reciprocal once, at plan time
+      return mul_by_constant, (rd[0],), {"r": reciprocal(rd[1].val, dtype), "dtype": dtype}
+    return mul_by_reciprocal, rd, {"dtype": dtype}
   pm = pred_mul.match(eqn, pred_of)
   if pm is not None:
     o = eqn.outvars[0]
@@ -111,5 +128,6 @@ def rewrite(eqn, pred_of, recip_of):
   return None
 
 
-__all__ = ["ELIGIBLE", "note", "match", "reciprocal", "mul_by_reciprocal", "bool_numerator",
+__all__ = ["ELIGIBLE", "note", "match", "reciprocal", "mul_by_reciprocal", "mul_by_constant",
+           "bool_numerator",
            "select_reciprocal", "rewrite"]
