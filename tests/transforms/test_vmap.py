@@ -104,6 +104,10 @@ def check_all_axes(f, examples, rtol=1e-5, atol=1e-6, unbatched=()):
 # cholesky_update belongs to lax/linalg.py, owned elsewhere (JAX has no rule either).
 _NO_RULE_NEEDED = {"iota", "iota_2x32_shape", "custom_lin"}
 _OWNED_ELSEWHERE = {"cholesky_update"}
+# JAX 0.10 defines no batching rule for these either (vmap raises the same
+# NotImplementedError): the older sparse formats' primitives and sparse.linalg.spsolve
+_NO_RULE_IN_JAX = {"coo_todense", "coo_fromdense", "coo_matvec", "coo_matmat", "csr_todense",
+                   "csr_fromdense", "csr_matvec", "csr_matmat", "spsolve"}
 
 
 def _test_defined(prims):
@@ -127,7 +131,7 @@ def test_every_primitive_has_a_batching_rule():
   from pyjax._src.hijax import HiPrimitive
   prims = [o for o in _test_defined(_CENSUS) if not isinstance(o, HiPrimitive)]
   missing = sorted({p.name for p in prims if not batching.has_rule(p)}
-                   - _NO_RULE_NEEDED - _OWNED_ELSEWHERE)
+                   - _NO_RULE_NEEDED - _OWNED_ELSEWHERE - _NO_RULE_IN_JAX)
   assert not missing, missing
 
 
