@@ -138,8 +138,8 @@ def _todense_transpose(ct, *bufs, tree):
   if type(ct) is ad.Zero:
     return [ad.Zero(bufs[0].aval)] + rest
   if isinstance(obj, BCOO):
-    from pyjax._src.sparse import bcoo as P
-    return [P.bcoo_extract_p.bind(bufs[1], ct, assume_unique=True)] + rest
+    from pyjax._src.sparse import bcoo
+    return [bcoo.bcoo_extract_p.bind(bufs[1], ct, assume_unique=True)] + rest
   if isinstance(obj, BCSR):
     from pyjax._src.sparse.bcsr import bcsr_extract
     return [bcsr_extract(bufs[1], bufs[2], ct)] + rest

@@ -16,7 +16,7 @@ import numpy as np
 from pyjax._src import core, dtypes
 from pyjax._src import tree_util
 from pyjax._src.lax import dot as _dot
-from pyjax._src.sparse import bcoo as P
+from pyjax._src.sparse import bcoo
 from pyjax._src.sparse.util import SparseInfo, validate_bcoo, vmapped_shape
 
 __all__ = ["BCOO", "bcoo_todense", "bcoo_fromdense", "bcoo_extract", "bcoo_transpose",
@@ -341,7 +341,7 @@ tree_util.register_pytree_node(BCOO, BCOO.tree_flatten, BCOO.tree_unflatten)
 # --- public functions -----------------------------------------------------------------------
 def bcoo_todense(mat):
   """The dense array a BCOO represents (duplicates summed, padding ignored)."""
-  return P.bcoo_todense_p.bind(mat.data, mat.indices, spinfo=mat._info)
+  return bcoo.bcoo_todense_p.bind(mat.data, mat.indices, spinfo=mat._info)
 
 
 def _count_stored(mat, n_batch, n_dense):
@@ -362,7 +362,7 @@ def bcoo_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32)
                                  _TRACED_NSE_ERROR)
   nse = core.concrete_or_error(operator.index, nse, _TRACED_NSE_ERROR)
   index_dtype = np.dtype(index_dtype).type
-  data, indices = P.bcoo_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
+  data, indices = bcoo.bcoo_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
                                           index_dtype=index_dtype)
   return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
@@ -378,7 +378,7 @@ def bcoo_extract(sparr, arr, *, assume_unique=None):
     raise ValueError(f"shape mismatch: {sparr.shape=} {arr.shape=}")
   if assume_unique is None:
     assume_unique = sparr.unique_indices
-  data = P.bcoo_extract_p.bind(sparr.indices, arr, assume_unique=bool(assume_unique))
+  data = bcoo.bcoo_extract_p.bind(sparr.indices, arr, assume_unique=bool(assume_unique))
   return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
               unique_indices=sparr.unique_indices)
 
@@ -386,7 +386,7 @@ def bcoo_extract(sparr, arr, *, assume_unique=None):
 def bcoo_transpose(mat, *, permutation):
   """Permute the dimensions of a BCOO (batch, sparse and dense groups kept apart)."""
   permutation = tuple(int(p) for p in permutation)
-  data, indices = P.bcoo_transpose_p.bind(mat.data, mat.indices, permutation=permutation,
+  data, indices = bcoo.bcoo_transpose_p.bind(mat.data, mat.indices, permutation=permutation,
                                           spinfo=mat._info)
   return BCOO((data, indices), shape=tuple(mat.shape[p] for p in permutation))
 
@@ -405,7 +405,7 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
     rhs = jnp.asarray(rhs)
     if pref is None:
       pref = _dot.dot_result_dtype(lhs.dtype, rhs.dtype)
-    return P.bcoo_dot_general_p.bind(lhs.data, lhs.indices, rhs, dimension_numbers=dn,
+    return bcoo.bcoo_dot_general_p.bind(lhs.data, lhs.indices, rhs, dimension_numbers=dn,
                                      lhs_spinfo=lhs._info, preferred_element_type=pref)
   if isinstance(rhs, BCOO):
     lhs = jnp.asarray(lhs)
@@ -413,7 +413,7 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
       pref = _dot.dot_result_dtype(lhs.dtype, rhs.dtype)
     (lc, rc), (lb, rb) = dn
     # dense @ sparse: contract with the sparse operand on the left, then reorder
-    res = P.bcoo_dot_general_p.bind(rhs.data, rhs.indices, lhs,
+    res = bcoo.bcoo_dot_general_p.bind(rhs.data, rhs.indices, lhs,
                                     dimension_numbers=((rc, lc), (rb, lb)),
                                     lhs_spinfo=rhs._info, preferred_element_type=pref)
     n_b = len(lb)
@@ -430,7 +430,7 @@ def _bcoo_spdot(lhs, rhs, contracting, batch=((), ()), pref=None):
   if isinstance(contracting[0], int):
     contracting = ((contracting[0],), (contracting[1],))
   dn = (tuple(map(tuple, contracting)), tuple(map(tuple, batch)))
-  data, indices = P.bcoo_spdot_general_p.bind(
+  data, indices = bcoo.bcoo_spdot_general_p.bind(
       lhs.data, lhs.indices, rhs.data, rhs.indices, lhs_spinfo=lhs._info,
       rhs_spinfo=rhs._info, dimension_numbers=dn, preferred_element_type=pref)
   shape = _dot._dot_general_shape(lhs.shape, rhs.shape, dn)
@@ -442,7 +442,7 @@ def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
   indices); never forms the dense product."""
   dn = _dot.canonicalize_dimension_numbers(dimension_numbers)
   jnp = _jnp()
-  return P.bcoo_dot_general_sampled_p.bind(jnp.asarray(A), jnp.asarray(B),
+  return bcoo.bcoo_dot_general_sampled_p.bind(jnp.asarray(A), jnp.asarray(B),
                                            jnp.asarray(indices), dimension_numbers=dn)
 
 
@@ -463,7 +463,7 @@ def bcoo_sum_duplicates(mat, nse=None):
     nse = 1 if mat.n_sparse == 0 else _count_unique(np.asarray(mat.indices), mat.shape)
   if nse is not None:   # (None under a trace: the abstract-eval rule raises JAX's error)
     nse = core.concrete_or_error(operator.index, nse, "nse argument of bcoo_sum_duplicates.")
-  data, indices = P.bcoo_sum_duplicates_p.bind(mat.data, mat.indices, spinfo=mat._info,
+  data, indices = bcoo.bcoo_sum_duplicates_p.bind(mat.data, mat.indices, spinfo=mat._info,
                                                nse=nse)
   return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
 
@@ -483,7 +483,7 @@ def bcoo_eliminate_zeros(mat, nse=None):
 
 def bcoo_sort_indices(mat):
   """Sort the indices lexicographically per batch (data permuted alike)."""
-  data, indices = P.bcoo_sort_indices_p.bind(mat.data, mat.indices, spinfo=mat._info)
+  data, indices = bcoo.bcoo_sort_indices_p.bind(mat.data, mat.indices, spinfo=mat._info)
   return BCOO((data, indices), shape=mat.shape, indices_sorted=True,
               unique_indices=mat.unique_indices)
 
@@ -499,7 +499,7 @@ def bcoo_multiply_dense(sp_mat, v):
     raise NotImplementedError("bcoo_multiply_dense: the dense operand must broadcast to "
                               f"the sparse shape {sp_mat.shape}; got {v.shape}")
   v = jnp.broadcast_to(v, shape)
-  return sp_mat.data * P.bcoo_extract_p.bind(sp_mat.indices, v, assume_unique=True)
+  return sp_mat.data * bcoo.bcoo_extract_p.bind(sp_mat.indices, v, assume_unique=True)
 
 
 def bcoo_reduce_sum(mat, *, axes):
@@ -552,7 +552,7 @@ def bcoo_reshape(mat, *, new_sizes, dimensions=None, sharding=None):
       or tuple(mat.data.shape[:nb]) != mat.shape[:nb]):
     raise NotImplementedError("reshape of arrays with broadcasted batch dimensions.")
   perm = tuple(range(mat.ndim)) if dimensions is None else tuple(dimensions)
-  batch_perm, sparse_perm, dense_perm = P.validate_permutation(mat.data, mat.indices, perm,
+  batch_perm, sparse_perm, dense_perm = bcoo.validate_permutation(mat.data, mat.indices, perm,
                                                                mat.shape)
   batch_size = math.prod(mat.shape[:nb])
   sparse_size = math.prod(mat.shape[nb:nb + ns])
@@ -627,7 +627,7 @@ def bcoo_slice(mat, *, start_indices, limit_indices, strides=None):
     data = jnp.where(k, data, jnp.zeros((), data.dtype))
     window = math.prod(new_shape[nb:nb + ns])
     if mat.nse > window:
-      data, indices = P.bcoo_sum_duplicates_p.bind(data, indices,
+      data, indices = bcoo.bcoo_sum_duplicates_p.bind(data, indices,
                                                    spinfo=SparseInfo(new_shape), nse=window)
   return BCOO((data, indices), shape=new_shape)
 

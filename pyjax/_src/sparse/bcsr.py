@@ -203,8 +203,8 @@ def bcsr_extract(indices, indptr, mat):
   rows = _csr_rows(indices, indptr)
   coo = _bcoo.BCOO((jnp.zeros(indices.shape, mat.dtype), jnp.stack([rows, indices], -1)),
                    shape=mat.shape[:indices.ndim + 1])
-  from pyjax._src.sparse import bcoo as P
-  return P.bcoo_extract_p.bind(coo.indices, mat, assume_unique=True)
+  from pyjax._src.sparse import bcoo
+  return bcoo.bcoo_extract_p.bind(coo.indices, mat, assume_unique=True)
 
 
 def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,

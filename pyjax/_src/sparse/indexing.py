@@ -12,7 +12,7 @@ import operator
 import numpy as np
 
 
-from pyjax._src.sparse import bcoo as P
+from pyjax._src.sparse import bcoo
 from pyjax._src.sparse.bcoo_array import BCOO, bcoo_reshape, bcoo_squeeze, bcoo_transpose
 from pyjax._src.sparse.util import SparseInfo
 
@@ -111,7 +111,7 @@ def bcoo_dynamic_slice(mat, start_indices, slice_sizes):
     data = jnp.where(kd, data, jnp.zeros((), data.dtype))
     cap = math.prod(slice_sizes[nb:nb + ns])
     if mat.nse > cap:
-      data, indices = P.bcoo_sum_duplicates_p.bind(
+      data, indices = bcoo.bcoo_sum_duplicates_p.bind(
           data, indices, spinfo=SparseInfo(slice_sizes), nse=cap)
   return BCOO((data, indices), shape=slice_sizes)
 

@@ -17,9 +17,9 @@ import functools
 
 from pyjax._src import core, tree_util
 from pyjax._src.avals import ShapedArray
-from pyjax._src.sparse import bcoo_array as B
-from pyjax._src.sparse import indexing as I
-from pyjax._src.sparse import layout as L
+from pyjax._src.sparse import bcoo_array
+from pyjax._src.sparse import indexing
+from pyjax._src.sparse import layout
 from pyjax._src.sparse.bcsr import BCSR
 from pyjax._src.sparse.conv import bcoo_conv_general_dilated
 
@@ -41,11 +41,11 @@ def _unimplemented(name):
 
 
 def _is_sparse(x):
-  return isinstance(x, (B.BCOO, BCSR))
+  return isinstance(x, (bcoo_array.BCOO, BCSR))
 
 
 def _with_data(mat, data):
-  return B.BCOO((data, mat.indices), shape=mat.shape, indices_sorted=mat.indices_sorted,
+  return bcoo_array.BCOO((data, mat.indices), shape=mat.shape, indices_sorted=mat.indices_sorted,
                 unique_indices=mat.unique_indices)
 
 
@@ -60,11 +60,11 @@ def _unary(prim, x, params):
 
 def _mul(prim, x, y, params):
   if _is_sparse(x) and _is_sparse(y):
-    return L.bcoo_multiply_sparse(x, y)
+    return layout.bcoo_multiply_sparse(x, y)
   sp, other = (x, y) if _is_sparse(x) else (y, x)
   if not core.get_aval(other).shape:
     return _with_data(sp, prim.bind(sp.data, other) if sp is x else prim.bind(other, sp.data))
-  return _with_data(sp, B.bcoo_multiply_dense(sp, other))
+  return _with_data(sp, bcoo_array.bcoo_multiply_dense(sp, other))
 
 
 def _div(prim, x, y, params):
@@ -82,22 +82,22 @@ def _add(prim, x, y, params):
 def _rules():
   return {
       "mul": _mul, "div": _div, "add": _add, "sub": _add, "add_any": _add,
-      "dot_general": lambda p, x, y, kw: B.bcoo_dot_general(
+      "dot_general": lambda p, x, y, kw: bcoo_array.bcoo_dot_general(
           x, y, dimension_numbers=kw["dimension_numbers"],
           preferred_element_type=kw.get("preferred_element_type")),
-      "transpose": lambda p, x, kw: B.bcoo_transpose(x, permutation=kw["permutation"]),
-      "reduce_sum": lambda p, x, kw: B.bcoo_reduce_sum(x, axes=kw["axes"]),
-      "reshape": lambda p, x, kw: B.bcoo_reshape(x, new_sizes=kw["new_sizes"],
+      "transpose": lambda p, x, kw: bcoo_array.bcoo_transpose(x, permutation=kw["permutation"]),
+      "reduce_sum": lambda p, x, kw: bcoo_array.bcoo_reduce_sum(x, axes=kw["axes"]),
+      "reshape": lambda p, x, kw: bcoo_array.bcoo_reshape(x, new_sizes=kw["new_sizes"],
                                                  dimensions=kw.get("dimensions")),
-      "squeeze": lambda p, x, kw: B.bcoo_squeeze(x, dimensions=kw["dimensions"]),
-      "slice": lambda p, x, kw: B.bcoo_slice(x, start_indices=kw["start_indices"],
+      "squeeze": lambda p, x, kw: bcoo_array.bcoo_squeeze(x, dimensions=kw["dimensions"]),
+      "slice": lambda p, x, kw: bcoo_array.bcoo_slice(x, start_indices=kw["start_indices"],
                                              limit_indices=kw["limit_indices"],
                                              strides=kw.get("strides")),
-      "concatenate": lambda p, *a: L.bcoo_concatenate(list(a[:-1]),
+      "concatenate": lambda p, *a: layout.bcoo_concatenate(list(a[:-1]),
                                                        dimension=a[-1]["dimension"]),
-      "broadcast_in_dim": lambda p, x, *dyn_kw: I.bcoo_broadcast_in_dim(
+      "broadcast_in_dim": lambda p, x, *dyn_kw: indexing.bcoo_broadcast_in_dim(
           x, shape=dyn_kw[-1]["shape"], broadcast_dimensions=dyn_kw[-1]["broadcast_dimensions"]),
-      "rev": lambda p, x, kw: I.bcoo_rev(x, kw["dimensions"]),
+      "rev": lambda p, x, kw: indexing.bcoo_rev(x, kw["dimensions"]),
       "conv_general_dilated": lambda p, x, y, kw: bcoo_conv_general_dilated(
           x, y, window_strides=kw["window_strides"], padding=kw["padding"],
           lhs_dilation=kw["lhs_dilation"], rhs_dilation=kw["rhs_dilation"],
@@ -105,7 +105,7 @@ def _rules():
           feature_group_count=kw["feature_group_count"],
           batch_group_count=kw["batch_group_count"]),
       "dynamic_slice": _dynamic_slice,
-      "gather": lambda p, x, i, kw: I.bcoo_gather(
+      "gather": lambda p, x, i, kw: indexing.bcoo_gather(
           x, i, kw["dimension_numbers"], kw["slice_sizes"],
           unique_indices=kw.get("unique_indices", False),
           indices_are_sorted=kw.get("indices_are_sorted", False), mode=kw.get("mode"),
@@ -117,7 +117,7 @@ def _dynamic_slice(prim, x, *rest):
   *starts, kw = rest
   if any(_is_sparse(s) for s in starts):
     _unimplemented("dynamic_slice")
-  return I.bcoo_dynamic_slice(x, starts, kw["slice_sizes"])
+  return indexing.bcoo_dynamic_slice(x, starts, kw["slice_sizes"])
 
 
 def _eval(jaxpr, consts, args):
