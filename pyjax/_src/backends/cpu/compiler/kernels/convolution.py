@@ -4,8 +4,10 @@ Any dimension numbers, window strides, padding (negative too), lhs/rhs dilation,
 and batch groups.  With BLAS (SciPy's ``sgemm``/``dgemm`` pointers set) a convolution is
 im2col + GEMM (``_gemm_source``): product rows are output positions, columns output
 features, the contraction (input feature, kernel offset); channels-last products gather
-and multiply cache-sized row blocks per thread (``_row_block_source``), others gather the
-whole (transposed) matrix on the pool and split one product.  Without BLAS the direct
+and multiply cache-sized row blocks per thread (``_row_block_source``), transposed ones
+(kernel gradients) gather and multiply cache-sized contraction chunks into partial products
+added in a fixed order (``_k_chunks``), or gather the whole matrix on the pool and split one
+product.  Without BLAS the direct
 kernel runs: one work item per (output batch element, output feature), ``out[q] += w *
 x[q * stride + k * dilation - lo]`` as a ``#pragma omp simd`` loop over the valid range.
 Results agree with the NumPy tier's im2col + BLAS to rounding, not bit for bit (as XLA's
@@ -217,33 +219,22 @@ def _row_block(R, K):
   return max(16, min(R, (1 << 16) // max(K, 1), -(-R // 8)))
 
 
-def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, og, BR):
-  """C of ``name_rows(ctx, lo, hi)``: for each block of ``BR`` product rows, gather its
-  im2col rows (row-major, ``BR x K``) into the thread's scratch memory and multiply them
-  by the kernel matrix into the block's rows of C (single-threaded BLAS), so the gathered
-  rows are read back from cache and no ``R x K`` matrix is ever written."""
-  L = [f"static void {name}_rows(void *vc, int64_t lo, int64_t hi) {{",
-       f"  const {ctx} *cx = (const {ctx} *)vc;",
-       f"  const {t} *restrict X = cx->X;",
-       f"  {t} *restrict Ab = ({t} *)pj_scratch(sizeof({t}) * (size_t){BR * K});",
-       "  if (!Ab) abort();",
-       "  for (int64_t blk = lo; blk < hi; blk++) {",
-       f"    const int64_t r0 = blk * {BR}, r1 = r0 + {BR} < {R} ? r0 + {BR} : {R};",
-       "    for (int64_t r = r0; r < r1; r++) {",
-       f"      {t} *restrict a = Ab + (r - r0) * {K};",
-       "      int64_t rr = r;"]
-  ind = "      "
-  for kind, ax, size in reversed(rorder):
-    L.append(f"{ind}const int64_t {kind}{ax} = rr % {size}; rr /= {size};")
-  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = n0 * {g['xs_n']}, ao_ = 0; (void)ok_;")
+def _gather_row(L, ind, t, g, corder, xstride, lo=None, hi=None):
+  """Append C that gathers one im2col row into ``a`` (row-major over ``corder``; zeros
+  where the window reads padding or a dilation hole), the row's output position already
+  decomposed (``n0``, ``q...``).  With ``lo`` (a C expression), the outermost contraction
+  dimension runs over [lo, hi) only and ``a`` holds just that range (``hi`` a C expression)."""
   astride, acc = [], 1
   for d in reversed(corder):
     astride.append(acc)
     acc *= d[2]
   astride.reverse()
+  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = n0 * {g['xs_n']}, "
+           f"ao_ = {'0' if lo is None else f'-({lo}) * {astride[0]}'}; (void)ok_;")
   prev = "_"
   for li, (kind, ax, size) in enumerate(corder[:-1]):
-    L.append(f"{ind}for (int64_t {kind}{ax} = 0; {kind}{ax} < {size}; {kind}{ax}++) {{")
+    rng = ("0", str(size)) if li or lo is None else (lo, hi)
+    L.append(f"{ind}for (int64_t {kind}{ax} = {rng[0]}; {kind}{ax} < {rng[1]}; {kind}{ax}++) {{")
     ind += "  "
     cur = f"_{li}"
     if kind == "c":
@@ -262,20 +253,21 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
     prev = cur
   kind, ax, size = corder[-1]
   var = f"{kind}{ax}"
+  v0, v1 = ("0", str(size)) if len(corder) > 1 or lo is None else (lo, hi)
   if kind == "c":
     xs = xstride[("c", 0)]
     L.append(f"{ind}if (ok{prev}) {{")
     L.append(f"{ind}  #pragma omp simd")
-    L.append(f"{ind}  for (int64_t {var} = 0; {var} < {size}; {var}++) "
+    L.append(f"{ind}  for (int64_t {var} = {v0}; {var} < {v1}; {var}++) "
              f"a[ao{prev} + {var}] = X[xo{prev} + {var} * {xs}];")
     L.append(f"{ind}}} else {{")
-    L.append(f"{ind}  for (int64_t {var} = 0; {var} < {size}; {var}++) a[ao{prev} + {var}] = 0;")
+    L.append(f"{ind}  for (int64_t {var} = {v0}; {var} < {v1}; {var}++) a[ao{prev} + {var}] = 0;")
     L.append(f"{ind}}}")
   else:
     s, (plo, _), ld, rd, n_in = (g["stride"][ax], g["pad"][ax], g["ldil"][ax], g["rdil"][ax],
                                  g["in_sp"][ax])
     ext = (n_in - 1) * ld + 1
-    L.append(f"{ind}for (int64_t {var} = 0; {var} < {size}; {var}++) {{")
+    L.append(f"{ind}for (int64_t {var} = {v0}; {var} < {v1}; {var}++) {{")
     L.append(f"{ind}  const int64_t p = q{ax} * {s} + {var} * {rd} - ({plo});")
     cond = f"p >= 0 && p < {ext}" + (f" && p % {ld} == 0" if ld > 1 else "")
     L.append(f"{ind}  const int ok = ok{prev} && ({cond});")
@@ -285,6 +277,27 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
   for _ in corder[:-1]:
     ind = ind[:-2]
     L.append(f"{ind}}}")
+
+
+def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, og, BR):
+  """C of ``name_rows(ctx, lo, hi)``: for each block of ``BR`` product rows, gather its
+  im2col rows (row-major, ``BR x K``) into the thread's scratch memory and multiply them
+  by the kernel matrix into the block's rows of C (single-threaded BLAS), so the gathered
+  rows are read back from cache and no ``R x K`` matrix is ever written."""
+  L = [f"static void {name}_rows(void *vc, int64_t lo, int64_t hi) {{",
+       f"  const {ctx} *cx = (const {ctx} *)vc;",
+       f"  const {t} *restrict X = cx->X;",
+       f"  {t} *restrict Ab = ({t} *)pj_scratch(sizeof({t}) * (size_t){BR * K});",
+       "  if (!Ab) abort();",
+       "  for (int64_t blk = lo; blk < hi; blk++) {",
+       f"    const int64_t r0 = blk * {BR}, r1 = r0 + {BR} < {R} ? r0 + {BR} : {R};",
+       "    for (int64_t r = r0; r < r1; r++) {",
+       f"      {t} *restrict a = Ab + (r - r0) * {K};",
+       "      int64_t rr = r;"]
+  ind = "      "
+  for kind, ax, size in reversed(rorder):
+    L.append(f"{ind}const int64_t {kind}{ax} = rr % {size}; rr /= {size};")
+  _gather_row(L, ind, t, g, corder, xstride)
   L.append("    }")
   L.append(f"    pj_gemm_job job = {{{dbl}, 0, {tb}, r1 - r0, {og}, {K}, 1, Ab, cx->B, "
            f"cx->C + r0 * {og}}};")
@@ -293,6 +306,64 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
   L.append("  pj_unscratch(Ab);")
   L.append("}")
   return L
+
+
+def _k_chunks(n0, unit, R, og):
+  """How a transposed im2col (``K x R``, outermost dimension ``n0`` of ``unit`` elements
+  each, e.g. the kernel gradient of a channels-last convolution: K = batch x output
+  positions) is cut along the contraction: (outer indices per chunk, chunks, groups), or
+  None to gather it whole.  A chunk (~256 KB) is gathered and multiplied into its group's
+  partial product (BLAS with beta = 1 after the group's first chunk) while it is still in
+  cache, and every element of both operands is packed once; groups run on the pool and
+  their partial products are added in a fixed order.  All of it follows the shapes alone,
+  never the thread count or the load, so the bits do not either."""
+  if n0 < 2 or unit > 1 << 16:
+    return None
+  cu = max(1, (1 << 16) // unit)
+  nchunk = -(-n0 // cu)
+  if nchunk < 2:
+    return None
+  groups = min(nchunk, 4, max(1, R * og * unit * n0 // (1 << 22)))
+  while groups > 1 and (groups - 1) * R * og > 1 << 22:
+    groups -= 1
+  return cu, nchunk, groups
+
+
+def _k_chunk_source(name, ctx, t, dbl, tb, R, K, og, n0, kplan):
+  """C of ``name_kgroups(ctx, lo, hi)``: for each group of contraction chunks
+  (``_k_chunks``), gather each chunk's rows of the transposed im2col (``kc x R``,
+  ``name_im2col``) into the thread's scratch memory and accumulate its product with the
+  matching ``kc`` rows (tb = 0) or columns (tb = 1) of the kernel matrix into the group's
+  partial product ``P[gi]``, stored transposed (``og x R``): the gathered chunk is BLAS's
+  first operand, packed reading whole cache lines of it."""
+  cu, nchunk, groups = kplan
+  unit = R * K // n0
+  kper = K // n0
+  f = "double" if dbl else "float"
+  gemm = "pj_dgemm" if dbl else "pj_sgemm"
+  return [
+      f"static void {name}_kgroups(void *vc, int64_t lo, int64_t hi) {{",
+      f"  const {ctx} *cx = (const {ctx} *)vc;",
+      f"  {t} *Ab = ({t} *)pj_scratch(sizeof({t}) * (size_t){cu * unit});",
+      "  if (!Ab) abort();",
+      "  for (int64_t gi = lo; gi < hi; gi++) {",
+      f"    {t} *Cg = cx->P + gi * {R * og};",
+      f"    const int64_t c0_ = gi * {nchunk} / {groups}, c1_ = (gi + 1) * {nchunk} / {groups};",
+      "    for (int64_t ch = c0_; ch < c1_; ch++) {",
+      f"      const int64_t u0 = ch * {cu}, u1 = u0 + {cu} < {n0} ? u0 + {cu} : {n0};",
+      f"      {ctx} sub = *cx; sub.A = Ab; sub.a0 = u0 * {unit};",
+      f"      {name}_im2col((void *)&sub, u0, u1);",
+      # column-major P[R, og] = Ab[R, kc] B[kc, og] (Ab stored kc x R row-major)
+      f"      char opa = 'N', opb = '{'N' if tb else 'T'}';",
+      f"      int M = {R}, N = {og}, Kc = (int)((u1 - u0) * {kper}), lda = {R}, "
+      f"ldb = {K if tb else og}, ldc = {R};",
+      f"      {f} one = 1, beta = ch == c0_ ? 0 : 1;",
+      f"      {gemm}(&opa, &opb, &M, &N, &Kc, &one, Ab, &lda, ({f} *)cx->B + u0 * "
+      f"{kper * (1 if tb else og)}, &ldb, &beta, Cg, &ldc);",
+      "    }",
+      "  }",
+      "  pj_unscratch(Ab);",
+      "}"]
 
 
 def _loop_nest(L, order, ind):
@@ -351,11 +422,13 @@ def _gemm_source(node, name, g):
       w_direct, tb = True, 1
   L = []
   ctx = f"{name}_ctx"
-  L.append(f"typedef struct {{ const {t} *X; {t} *A; const {t} *B; {t} *C; }} {ctx};")
+  L.append(f"typedef struct {{ const {t} *X; {t} *A; const {t} *B; {t} *C; {t} *P; "
+           f"int64_t a0; }} {ctx};")
   BR = _row_block(R, K)
   if not ta:
     L.extend(_row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, og,
                                BR))
+  kplan = _k_chunks(nest[0][2], R * K // max(nest[0][2], 1), R, og) if ta else None
   # --- im2col over the pool, along the nest's outermost dim ----------------------------
   L.append(f"static void {name}_im2col(void *vc, int64_t lo, int64_t hi) {{")
   L.append(f"  const {ctx} *cx = (const {ctx} *)vc;")
@@ -370,7 +443,7 @@ def _gemm_source(node, name, g):
   bound = set()
   ind = "  "
   depth = len(nest)
-  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = 0, ao_ = 0; (void)ok_;")
+  L.append(f"{ind}const int ok_ = 1; const int64_t xo_ = 0, ao_ = -cx->a0; (void)ok_;")
   prev = "_"
   for li, (kind, ax, size) in enumerate(nest):
     var = f"{kind}{ax}"
@@ -439,17 +512,22 @@ def _gemm_source(node, name, g):
   L.append("}")
   # --- the driver -----------------------------------------------------------------------
   n0 = nest[0][2]
+  if kplan is not None:
+    L.extend(_k_chunk_source(name, ctx, t, dbl, tb, R, K, og, n0, kplan))
   per0 = max(1, R * K // max(n0, 1))
   grain = max(1, 16384 // per0)
   L.append(f"static void {name}(void *const *P) {{")
   L.append(f"  const {t} *X = (const {t} *)P[0];")
   L.append(f"  const {t} *W = (const {t} *)P[1];")
   L.append(f"  {t} *Y = ({t} *)P[2];")
-  if ta:
+  if ta and kplan is None:
     L.append(f"  {t} *A = ({t} *)pj_scratch(sizeof({t}) * (size_t){R * K});")
     L.append("  if (!A) abort();")
   else:
     L.append(f"  {t} *A = 0;")
+  if kplan is not None:
+    L.append(f"  {t} *Pp = ({t} *)pj_scratch(sizeof({t}) * (size_t){kplan[2] * R * og});")
+    L.append("  if (!Pp) abort();")
   if not w_direct:
     L.append(f"  {t} *Wm = ({t} *)pj_scratch(sizeof({t}) * (size_t){K * og});")
   if not out_direct:
@@ -470,8 +548,21 @@ def _gemm_source(node, name, g):
     L.append("    }")
     L.append(f"    const {t} *Bm = Wm;")
   L.append(f"    {t} *Cp = {'Y' if out_direct else 'Cm'};")
-  L.append(f"    {ctx} cx = {{X + b * {nout * g['xs_n']} + gr * {cg * g['xs_c']}, A, Bm, Cp}};")
-  if ta:
+  L.append(f"    {ctx} cx = {{X + b * {nout * g['xs_n']} + gr * {cg * g['xs_c']}, A, Bm, Cp, "
+           f"{'0' if kplan is None else 'Pp'}, 0}};")
+  if kplan is not None:
+    ngr = kplan[2]
+    L.append(f"    if (pj_parallel_for && {ngr} > 1) "
+             f"pj_parallel_for({name}_kgroups, (void *)&cx, {ngr}, 1);")
+    L.append(f"    else {name}_kgroups((void *)&cx, 0, {ngr});")
+    # C = the groups' partial products (stored og x R), added in a fixed order
+    L.append(f"    for (int64_t r = 0; r < {R}; r++)")
+    L.append(f"      for (int64_t o = 0; o < {og}; o++) {{")
+    L.append(f"        {t} s = Pp[o * {R} + r];")
+    L.append(f"        for (int64_t q = 1; q < {ngr}; q++) s += Pp[q * {R * og} + o * {R} + r];")
+    L.append(f"        Cp[r * {og} + o] = s;")
+    L.append("      }")
+  elif ta:
     L.append(f"    if (pj_parallel_for && {R * K} >= 32768) "
              f"pj_parallel_for({name}_im2col, (void *)&cx, {n0}, {grain});")
     L.append(f"    else {name}_im2col((void *)&cx, 0, {n0});")
@@ -496,7 +587,9 @@ def _gemm_source(node, name, g):
     L.append("  pj_unscratch(Cm);")
   if not w_direct:
     L.append("  pj_unscratch(Wm);")
-  if ta:
+  if kplan is not None:
+    L.append("  pj_unscratch(Pp);")
+  if ta and kplan is None:
     L.append("  pj_unscratch(A);")
   L.append("}")
   return "\n".join(L) + "\n"
