@@ -317,3 +317,12 @@ def fast(values, keep, unpack=False):
         pytest.param(v, marks=pytest.mark.slow)
   return [v if any(v is k or (type(v) is type(k) and v == k) for k in keep) else slow(v)
           for v in values]
+
+
+def slow_except(values, keep):
+  """Parameters where only the indices in ``keep`` run by default (the rest are marked
+  slow); a tuple is several parameter names."""
+  def slow(v):
+    return pytest.param(*v, marks=pytest.mark.slow) if isinstance(v, tuple) else \
+        pytest.param(v, marks=pytest.mark.slow)
+  return [v if i in keep else slow(v) for i, v in enumerate(values)]
