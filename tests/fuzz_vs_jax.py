@@ -476,12 +476,14 @@ EXPLAINED = [
      "vector-vector dot with a bool operand: XLA decomposes it into a multiply and a sum and "
      "turns the multiply by the converted bool into a select (NaN . False = 0); pyjax "
      "multiplies (NaN), as JAX's own matrix products do"),
-    (lambda name, ins, out, p: ins[0].dtype == np.bool_ and (
+    (lambda name, ins, out, p: ins[0].dtype == np.bool_ and str(out.dtype) in (
+        "float16", "bfloat16", "complex64", "complex128") and (
         (name == "divide" and ins[1].shape != out.shape)
         or (name == "scalar_op" and p["f"] == "div")),
-     "bool divided by a broadcast operand: XLA rewrites A / broadcast(B) into "
-     "A * broadcast(1 / B) and the product with the converted bool into a select "
-     "(False / 0 = 0, False / -1.5 = +0); pyjax divides (NaN, -0)"),
+     "bool divided by a broadcast half or complex operand: XLA rewrites A / broadcast(B) "
+     "into A * broadcast(1 / B) and the product with the converted bool into a select "
+     "(False / 0 = 0, False / -1.5 = +0); pyjax's jit does the same for float32/float64 "
+     "quotients (reciprocal_div.py) but divides half and complex ones (NaN, -0)"),
     (lambda name, ins, out, p: name in ("power", "scalar_op") and _kind(out.dtype) == "c"
      and (name == "power" or p["f"] == "pow") and not np.all(np.isfinite(out)),
      "overflowing complex powers: the signs of the infinite parts are those of cos and sin "
