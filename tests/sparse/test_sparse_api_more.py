@@ -141,8 +141,7 @@ def test_classes_and_errors():
 
 
 # names JAX exports that pyjax does not (yet): see docs/sparse.md
-_NOT_YET = {"SparseTracer", "bcsr_dot_general_p",
-            "bcsr_extract_p", "bcsr_fromdense_p", "bcsr_todense_p"}
+_NOT_YET = {"SparseTracer"}
 
 
 def test_public_names_match_jax():

@@ -360,19 +360,25 @@ ad.defjvp(bcoo_dot_general_p,
 ad.primitive_transposes[bcoo_dot_general_p] = _dot_transpose
 
 
-def _dot_batch(args, dims, *, dimension_numbers, lhs_spinfo, preferred_element_type):
-  size = _size(args, dims)
-  data, indices, info = _batch_to_front(args[0], args[1], dims[:2], lhs_spinfo, size)
-  rhs, rd = args[2], dims[2]
+def batched_dot_dims(dimension_numbers, rd):
+  """(dimension numbers, output batch dim) of a sparse-dense product whose sparse operand
+  got a new leading batch dimension and whose dense operand is mapped along ``rd``
+  (``None``: unmapped).  Shared with the BCSR product's batching rule."""
   (lc, rc), (lb, rb) = dimension_numbers
   lc = tuple(d + 1 for d in lc)
   lb = tuple(d + 1 for d in lb)
   if rd is None:
-    dn, out_dim = ((lc, rc), (lb, rb)), len(lb)
-  else:
-    rc = tuple(d + (d >= rd) for d in rc)
-    rb = tuple(d + (d >= rd) for d in rb)
-    dn, out_dim = ((lc, rc), ((0,) + lb, (rd,) + rb)), 0
+    return ((lc, rc), (lb, rb)), len(lb)
+  rc = tuple(d + (d >= rd) for d in rc)
+  rb = tuple(d + (d >= rd) for d in rb)
+  return ((lc, rc), ((0,) + lb, (rd,) + rb)), 0
+
+
+def _dot_batch(args, dims, *, dimension_numbers, lhs_spinfo, preferred_element_type):
+  size = _size(args, dims)
+  data, indices, info = _batch_to_front(args[0], args[1], dims[:2], lhs_spinfo, size)
+  rhs, rd = args[2], dims[2]
+  dn, out_dim = batched_dot_dims(dimension_numbers, rd)
   out = bcoo_dot_general_p.bind(data, indices, rhs, dimension_numbers=dn, lhs_spinfo=info,
                                 preferred_element_type=preferred_element_type)
   return out, out_dim

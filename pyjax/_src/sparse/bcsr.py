@@ -1,11 +1,9 @@
-"""``BCSR``: batched compressed-sparse-row arrays (two sparse dimensions), built on the BCOO
-primitives.
+"""``BCSR``: batched compressed-sparse-row arrays (two sparse dimensions).
 
-Differs from JAX: there are no ``bcsr_*`` primitives; every BCSR operation converts the
-row pointers to BCOO row indices (a scatter-add and a cumulative sum, O(nse + rows)) and
-binds the BCOO primitive, so jaxprs show ``bcoo_*`` equations where JAX's show
-``bcsr_*`` ones.  Values, layouts (``data``, ``indices``, ``indptr``), ``jit``, ``grad``
-and ``vmap`` behave as in JAX.
+``fromdense``, ``todense``, ``bcsr_extract`` and products with a dense right operand bind
+JAX's ``bcsr_*`` primitives (``bcsr_prims.py``), so their jaxprs print as JAX's; the other
+operations (``sum_duplicates``, ``@`` with a sparse operand, ``to_bcoo``) go through BCOO,
+as JAX's do.
 """
 from __future__ import annotations
 
@@ -16,6 +14,8 @@ import numpy as np
 
 from pyjax._src import tree_util
 from pyjax._src.sparse import bcoo_array as _bcoo
+from pyjax._src.sparse import bcsr_prims
+from pyjax._src.sparse.bcsr_prims import csr_rows as _csr_rows
 from pyjax._src.sparse.util import SparseInfo, vmapped_shape
 
 __all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense", "bcsr_extract", "bcsr_dot_general",
@@ -41,20 +41,6 @@ def _validate(data, indices, indptr, shape):
   if tuple(indptr.shape[n_batch:]) != (shape[n_batch] + 1,):
     raise ValueError(f"indptr shape must match the matrix shape plus 1; got "
                      f"indptr.shape={tuple(indptr.shape)} for shape={shape}")
-
-
-def _csr_rows(indices, indptr):
-  """Row index of each stored element (n_rows for padding after ``indptr[-1]``)."""
-  jnp = _jnp()
-  from pyjax._src.api_vmap import vmap
-
-  def rows(ind, ptr):
-    hits = jnp.zeros(ind.shape, ind.dtype).at[ptr].add(1, mode="drop")
-    return jnp.cumsum(hits).astype(ind.dtype) - 1
-
-  for _ in range(indices.ndim - 1):
-    rows = vmap(rows)
-  return rows(indices, indptr)
 
 
 class BCSR:
@@ -172,6 +158,16 @@ class BCSR:
     return self.transpose()
 
   def __matmul__(self, other):
+    from pyjax import Array
+    from pyjax._src import core
+    from pyjax._src.lax import dot as _dot
+    if (self.ndim == 2 and isinstance(other, (np.ndarray, Array, core.Tracer))
+        and np.ndim(other) in (1, 2)):
+      # a matrix times a dense vector/matrix: ``bcsr_dot_general`` as JAX's sparsify binds it
+      other = _jnp().asarray(other)
+      return bcsr_dot_general(self, other, dimension_numbers=(((1,), (0,)), ((), ())),
+                              preferred_element_type=_dot.dot_result_dtype(self.dtype,
+                                                                           other.dtype))
     return self.to_bcoo() @ other
 
   def __rmatmul__(self, other):
@@ -182,39 +178,58 @@ tree_util.register_pytree_node(BCSR, BCSR.tree_flatten, BCSR.tree_unflatten)
 
 
 def bcsr_fromdense(mat, *, nse=None, n_batch=0, n_dense=0, index_dtype=np.int32):
-  """Create a BCSR from a dense array (``nse`` must be concrete under ``jit``)."""
+  """Create a BCSR from a dense array (binds ``bcsr_fromdense``; ``nse`` must be concrete
+  under ``jit``)."""
+  from pyjax._src import core
   jnp = _jnp()
   mat = jnp.asarray(mat)
-  if mat.ndim - n_batch - n_dense != 2:
-    raise ValueError("bcsr_fromdense: must have 2 sparse dimensions.")
-  return BCSR.from_bcoo(_bcoo.bcoo_fromdense(mat, nse=nse, n_batch=n_batch,
-                                             n_dense=n_dense, index_dtype=index_dtype))
+  if nse is None:
+    nse = core.concrete_or_error(lambda m: _bcoo._count_stored(m, n_batch, n_dense), mat,
+                                 _bcoo._TRACED_NSE_ERROR)
+  nse = core.concrete_or_error(operator.index, nse, _bcoo._TRACED_NSE_ERROR)
+  bufs = bcsr_prims.bcsr_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
+                                          index_dtype=np.dtype(index_dtype).type)
+  return BCSR(bufs, shape=mat.shape)
 
 
 def bcsr_todense(mat):
-  """The dense array a BCSR represents."""
-  return mat.to_bcoo().todense()
+  """The dense array a BCSR represents (binds ``bcsr_todense``)."""
+  jnp = _jnp()
+  return bcsr_prims.bcsr_todense_p.bind(jnp.asarray(mat.data), jnp.asarray(mat.indices),
+                                        jnp.asarray(mat.indptr), spinfo=mat._info)
 
 
 def bcsr_extract(indices, indptr, mat):
-  """The values of dense ``mat`` at the BCSR positions ``(indices, indptr)``."""
+  """The values of dense ``mat`` at the BCSR positions ``(indices, indptr)`` (binds
+  ``bcsr_extract``)."""
   jnp = _jnp()
-  indices, indptr, mat = map(jnp.asarray, (indices, indptr, mat))
-  rows = _csr_rows(indices, indptr)
-  coo = _bcoo.BCOO((jnp.zeros(indices.shape, mat.dtype), jnp.stack([rows, indices], -1)),
-                   shape=mat.shape[:indices.ndim + 1])
-  from pyjax._src.sparse import bcoo
-  return bcoo.bcoo_extract_p.bind(coo.indices, mat, assume_unique=True)
+  return bcsr_prims.bcsr_extract_p.bind(*map(jnp.asarray, (indices, indptr, mat)))
 
 
 def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
                      preferred_element_type=None, out_sharding=None):
-  """``bcoo_dot_general`` with BCSR operands converted to BCOO."""
-  lhs = lhs.to_bcoo() if isinstance(lhs, BCSR) else lhs
-  rhs = rhs.to_bcoo() if isinstance(rhs, BCSR) else rhs
-  return _bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
-                                preferred_element_type=preferred_element_type)
-
+  """General contraction of a BCSR ``lhs`` with a dense ``rhs`` (binds
+  ``bcsr_dot_general``); two dense operands give ``lax.dot_general``.  Differs from JAX:
+  a BCSR ``rhs`` is accepted too (computed through BCOO) where JAX raises
+  ``NotImplementedError``.  ``precision`` and ``out_sharding`` are ignored, as in JAX."""
+  from pyjax._src import dtypes
+  from pyjax._src.lax import dot as _dot
+  jnp = _jnp()
+  if not isinstance(lhs, BCSR) and not isinstance(rhs, BCSR):
+    return _dot.dot_general(lhs, rhs, dimension_numbers,
+                            preferred_element_type=preferred_element_type)
+  if isinstance(rhs, BCSR) or not isinstance(lhs, BCSR):
+    lhs = lhs.to_bcoo() if isinstance(lhs, BCSR) else lhs
+    rhs = rhs.to_bcoo() if isinstance(rhs, BCSR) else rhs
+    return _bcoo.bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                  preferred_element_type=preferred_element_type)
+  dn = _dot.canonicalize_dimension_numbers(dimension_numbers)
+  pref = (None if preferred_element_type is None
+          else dtypes.canonicalize_dtype(preferred_element_type))
+  return bcsr_prims.bcsr_dot_general_p.bind(
+      jnp.asarray(lhs.data), jnp.asarray(lhs.indices), jnp.asarray(lhs.indptr),
+      jnp.asarray(rhs), dimension_numbers=dn, preferred_element_type=pref,
+      lhs_spinfo=lhs._info)
 
 
 def bcsr_sum_duplicates(mat, nse=None):

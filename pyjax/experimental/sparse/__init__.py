@@ -11,6 +11,8 @@ from pyjax._src.sparse.bcoo_array import (  # noqa: F401
     bcoo_sum_duplicates, bcoo_todense, bcoo_transpose)
 from pyjax._src.sparse.bcsr import (  # noqa: F401
     BCSR, bcsr_dot_general, bcsr_extract, bcsr_fromdense, bcsr_sum_duplicates, bcsr_todense)
+from pyjax._src.sparse.bcsr_prims import (  # noqa: F401
+    bcsr_dot_general_p, bcsr_extract_p, bcsr_fromdense_p, bcsr_todense_p)
 from pyjax._src.sparse.api import empty, eye  # noqa: F401
 from pyjax._src.sparse.layout import (  # noqa: F401
     bcoo_concatenate, bcoo_multiply_sparse, bcoo_update_layout)

@@ -80,6 +80,10 @@ bcoo_spdot_general            host
 bcoo_sum_duplicates           host
 bcoo_todense                  host
 bcoo_transpose                host
+bcsr_dot_general              host
+bcsr_extract                  host
+bcsr_fromdense                host
+bcsr_todense                  host
 bessel_i0e                    host       scalar
 bessel_i1e                    host       scalar
 bitcast_convert_type          ew

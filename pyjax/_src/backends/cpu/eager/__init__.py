@@ -28,5 +28,6 @@ from pyjax._src.backends.cpu.eager import (  # noqa: F401  (each registers its f
     callbacks,
     sparse,
     sparse_coo,
+    sparse_bcsr,
     pallas,
 )
