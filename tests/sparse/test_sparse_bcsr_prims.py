@@ -87,6 +87,8 @@ def test_jaxpr_text_matches_jax():
           lib.BCSR((d, i, p), shape=M.shape), w, dimension_numbers=DN), (d, i, p, V)),
       (lambda lib: lambda d, i, p, w: lib.BCSR((d, i, p), shape=M.shape) @ w, (d, i, p, W)),
       (lambda lib: lib.bcsr_extract, (i, p, M)),
+      (lambda lib: lambda d, i, p, w: lib.sparsify(lambda m, w: m @ w)(
+          lib.BCSR((d, i, p), shape=M.shape), w), (d, i, p, V)),
   ]
   for f, args in cases:
     assert str(pyjax.make_jaxpr(f(ps))(*args)) == str(jax.make_jaxpr(f(js))(*args))

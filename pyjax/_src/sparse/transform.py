@@ -20,7 +20,7 @@ from pyjax._src.avals import ShapedArray
 from pyjax._src.sparse import bcoo_array
 from pyjax._src.sparse import indexing
 from pyjax._src.sparse import layout
-from pyjax._src.sparse.bcsr import BCSR
+from pyjax._src.sparse.bcsr import BCSR, bcsr_dot_general
 from pyjax._src.sparse.conv import bcoo_conv_general_dilated
 
 __all__ = ["sparsify"]
@@ -141,6 +141,10 @@ def _eval(jaxpr, consts, args):
       out = _eval(inner.jaxpr, inner.consts, ins)
     elif prim.name in _ZERO_PRESERVING or prim.name == "integer_pow":
       out = _unary(prim, ins[0], params)
+    elif (prim.name == "dot_general" and isinstance(ins[0], BCSR)
+          and not _is_sparse(ins[1])):   # JAX's BCSR rule: the bcsr_dot_general primitive
+      out = bcsr_dot_general(ins[0], ins[1], dimension_numbers=params["dimension_numbers"],
+                             preferred_element_type=params.get("preferred_element_type"))
     elif prim.name in rules:
       ins = [x.to_bcoo() if isinstance(x, BCSR) else x for x in ins]
       out = rules[prim.name](prim, *ins, params)
