@@ -108,9 +108,9 @@ class BCSR:
     n_rows = arr.shape[arr.n_batch]
     dt = arr.indices.dtype
 
-    def ptr(rows):
-      counts = jnp.zeros(n_rows, dt).at[rows].add(1, mode="drop")
-      return jnp.concatenate([jnp.zeros(1, dt), jnp.cumsum(counts).astype(dt)])
+    def ptr(rows):   # the same jnp steps as JAX's, so jaxprs print alike
+      return jnp.zeros(n_rows + 1, dt).at[1:].set(
+          jnp.cumsum(jnp.bincount(rows, length=n_rows).astype(dt)))
 
     for _ in range(arr.n_batch):
       ptr = vmap(ptr)
