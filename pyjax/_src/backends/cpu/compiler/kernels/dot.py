@@ -129,15 +129,20 @@ def block_size(m, n, k, nb):
   orders), so the blocks are a function of the shapes alone -- never of the thread count
   or of the load (a busy pool runs the same blocks serially) -- and the NumPy tier makes
   the same calls (``tier_native``): a product gives the same bits on every tier, machine
-  and load.  One block below 2**18 multiply-adds, else blocks of at least 256 (a multiple
-  of 16), at most 8: each call packs the whole other operand, so 128-row blocks of a
-  1000x1000 float32 product cost ~10% more work than 256-row ones."""
+  and load.  One block below 2**18 multiply-adds, else 1, 2, 4 or 8 blocks of equal size
+  (a multiple of 16; the last may be shorter by less than 16), each at least 256: each call
+  packs the whole other operand, so 128-row blocks of a 1000x1000 float32 product cost
+  ~10% more work than 256-row ones, and a power of two of equal blocks keeps 2 or 4 threads
+  evenly loaded (the MLP step's 784-row weight gradient in 256, 256, 256 and 16 rows left
+  one of two threads idle, and the pool took the wait for a stall)."""
   if nb > 1:
     return 0
   u, v = (m, n) if m >= n else (n, m)
   if u * v * k < 1 << 18:
     return max(u, 1)
-  bs = max(256, -(-u // 8))
+  blocks = min(8, max(1, u // 256))
+  blocks = 1 << (blocks.bit_length() - 1)
+  bs = -(-u // blocks)
   return min(-(-bs // 16) * 16, max(u, 1))
 
 
