@@ -22,6 +22,7 @@ def test_chunk_plan_follows_the_shapes():
   assert convolution._k_chunks(16, 196 * 288, 288, 64) == (1, 16, 4)
   cu, nchunk, groups = convolution._k_chunks(32, 144 * 27, 27, 16)
   assert (cu, nchunk) == (16, 2) and 1 <= groups <= 2
+  assert convolution._k_chunks(24, 288 * 64, 288, 2) == (3, 8, 1)   # little work: one group
   assert convolution._k_chunks(1, 1000, 8, 8) is None        # nothing to cut
   assert convolution._k_chunks(4, 1 << 17, 64, 64) is None    # a chunk would not fit
   assert convolution._k_chunks(8, 100, 8, 8) is None          # all of it is one chunk
@@ -32,8 +33,8 @@ def test_kernel_gradient_matches_jax(dt, rhs_spec):
   rng = np.random.default_rng(3)
   x = rng.standard_normal((24, 8, 8, 32)).astype(dt)
   # 8 chunks of 3 images in 4 groups: each group accumulates two chunks
-  assert convolution._k_chunks(24, 288 * 64, 288, 8) == (3, 8, 4)
-  w = rng.standard_normal((3, 3, 32, 8) if rhs_spec == "HWIO" else (8, 32, 3, 3)).astype(dt)
+  assert convolution._k_chunks(24, 288 * 64, 288, 16) == (3, 8, 4)
+  w = rng.standard_normal((3, 3, 32, 16) if rhs_spec == "HWIO" else (16, 32, 3, 3)).astype(dt)
   dn = ("NHWC", rhs_spec, "NHWC")
 
   def grads(lx, x, w):

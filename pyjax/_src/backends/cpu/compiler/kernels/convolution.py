@@ -323,7 +323,7 @@ def _k_chunks(n0, unit, R, og):
   nchunk = -(-n0 // cu)
   if nchunk < 2:
     return None
-  groups = min(nchunk, 4, max(1, R * og * unit * n0 // (1 << 22)))
+  groups = min(nchunk, 4, max(1, og * unit * n0 // (1 << 20)))   # >= ~1M multiply-adds each
   while groups > 1 and (groups - 1) * R * og > 1 << 22:
     groups -= 1
   return cu, nchunk, groups
