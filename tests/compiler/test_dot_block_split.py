@@ -1,6 +1,6 @@
 """The fixed split of a large float product (``compiler/kernels/dot.py``'s ``block_size``):
-1, 2, 4 or 8 blocks of equal size (multiples of 16, each at least 256 rows), a function of
-the shapes alone, shared by both jit tiers (``test_tier_determinism``)."""
+1, 2, 4 or 8 blocks of equal size (multiples of 16, at least 256 rows each, or two blocks of
+at least 128 rows for a product of 256 to 511 rows), a function of the shapes alone, shared by both jit tiers (``test_tier_determinism``)."""
 from pyjax._src.backends.cpu.compiler.kernels import dot
 
 
@@ -26,4 +26,7 @@ def test_blocks_are_a_power_of_two_of_equal_sizes():
     b = _blocks(u, 64, 256)
     assert sum(b) == u and len(b) in (1, 2, 4, 8), (u, b)
     assert all(x % 16 == 0 for x in b[:-1]) and b[0] - b[-1] < 16 * len(b), (u, b)
-    assert min(b[:-1] or b) >= 256 or len(b) == 1, (u, b)
+    assert min(b[:-1] or b) >= (128 if len(b) == 2 else 256) or len(b) == 1, (u, b)
+  # a mid-size product runs on two threads (vmap of a 256x256 matvec over 100 vectors)
+  assert _blocks(256, 100, 256) == [128, 128]
+  assert _blocks(300, 64, 256) == [160, 140]

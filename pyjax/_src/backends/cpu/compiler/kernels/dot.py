@@ -129,8 +129,10 @@ def block_size(m, n, k, nb):
   orders), so the blocks are a function of the shapes alone -- never of the thread count
   or of the load (a busy pool runs the same blocks serially) -- and the NumPy tier makes
   the same calls (``tier_native``): a product gives the same bits on every tier, machine
-  and load.  One block below 2**18 multiply-adds, else 1, 2, 4 or 8 blocks of equal size
-  (a multiple of 16; the last may be shorter by less than 16), each at least 256: each call
+  and load.  One block below 2**18 multiply-adds, else 2, 4 or 8 blocks of equal size
+  (a multiple of 16; the last may be shorter by less than 16), each at least 256 rows (two
+  blocks of at least 128 rows for 256 to 511 rows, so those run on two threads: a vmapped
+  256x256 matvec over 100 vectors in one block took 1.5x JAX's time): each call
   packs the whole other operand, so 128-row blocks of a 1000x1000 float32 product cost
   ~10% more work than 256-row ones, and a power of two of equal blocks keeps 2 or 4 threads
   evenly loaded (the MLP step's 784-row weight gradient in 256, 256, 256 and 16 rows left
@@ -142,6 +144,8 @@ def block_size(m, n, k, nb):
     return max(u, 1)
   blocks = min(8, max(1, u // 256))
   blocks = 1 << (blocks.bit_length() - 1)
+  if blocks == 1 and u >= 256:   # a mid-size product: two blocks of >= 128 rows, so it
+    blocks = 2                   # runs on two threads (one packing of the other operand more)
   bs = -(-u // blocks)
   return min(-(-bs // 16) * 16, max(u, 1))
 
