@@ -13,24 +13,12 @@ from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters import batching
-from pyjax._src.lax.shapes import _asarray
+from pyjax._src.lax.shapes import _asarray, _aval, _instantiate, _nm
 from pyjax._src.lax.utils import canonicalize_shape
 from pyjax._src.runtime.array import Array
 
 __all__ = ["copy_p", "empty", "stage", "stage_p", "optimization_barrier",
            "optimization_barrier_p", "dce_sink", "dce_sink_p"]
-
-_nm = batching.not_mapped
-
-
-def _aval(x):
-  return x.aval if ad.is_undefined_primal(x) else core.get_aval(x)
-
-
-def _instantiate(cts, avals):
-  return [ad.zeros_like_aval(ad.tangent_aval(a)) if type(c) is ad.Zero or c is None else c
-          for c, a in zip(cts, avals)]
-
 
 # --- copy -----------------------------------------------------------------------------------
 copy_p = core.Primitive("copy")
