@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.api_ad import custom_jvp
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import linalg as lax_linalg
@@ -436,6 +437,7 @@ def _abs2sum(x, axis, keepdims):
                   else lax.mul(x, x), axis=axis, keepdims=keepdims)
 
 
+@_library_function
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   """Vector norm over ``axis`` (all axes flattened for None)."""
   x, = _inexact("jnp.linalg.vector_norm", x)
@@ -469,6 +471,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   return _uf.power(out, ord_inv)
 
 
+@_library_function
 def norm(x, ord=None, axis=None, keepdims=False):
   """Vector (one axis) or matrix (two axes) norm; with ``axis=None`` and ``ord=None`` the
   2-norm of the flattened array for any rank (NumPy's behaviour)."""
@@ -521,6 +524,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
   raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
+@_library_function
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
   """Matrix norm over the last two axes."""
   x, = _inexact("jnp.linalg.matrix_norm", x)

@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import reductions as _lax_r
@@ -391,6 +392,7 @@ def _count(a, axis, keepdims, where, dtype):
   return sum(_broadcast_to(where, a.shape), axis, dtype=dtype, keepdims=keepdims)
 
 
+@_library_function
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
   """Arithmetic mean (jnp.mean): integers give the default float; half types accumulate
   in float32."""
@@ -465,6 +467,7 @@ def _ddof_or_correction(ddof, correction):
   return correction
 
 
+@_library_function(dynamic=("ddof",))
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
   """Variance (jnp.var); ``correction`` is the array-API name of ``ddof``.  Returns NaN
@@ -528,6 +531,7 @@ def _eager_column_var(a, axis, comp_dtype, dtype, correction, keepdims):
   return None if res is None else res[0]
 
 
+@_library_function(dynamic=("ddof",))
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
   """Standard deviation (jnp.std): sqrt of jnp.var."""
@@ -544,6 +548,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
                       where=where, mean=mean))
 
 
+@_library_function
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
   """Weighted average (jnp.average); with ``returned=True`` also the sum of weights."""
   axis = _ensure_optional_axes(axis)
@@ -579,6 +584,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
   return avg
 
 
+@_library_function
 def ptp(a, axis=None, out=None, keepdims=False):
   """Range of values (max - min) along the axes (jnp.ptp)."""
   a = _asarray("ptp", a)
@@ -588,6 +594,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
   return lax.sub(amax(a, axis=axis, keepdims=keepdims), amin(a, axis=axis, keepdims=keepdims))
 
 
+@_library_function
 def count_nonzero(a, axis=None, keepdims=False):
   """Number of non-zero elements, as the default integer dtype."""
   a = _asarray("count_nonzero", a)
@@ -640,11 +647,13 @@ def _nanarg(name, fill, a, axis, out, keepdims):
   return _where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
 
 
+@_library_function
 def nanargmax(a, axis=None, out=None, keepdims=None):
   """argmax ignoring NaNs; -1 where a slice is all NaN (NumPy raises instead)."""
   return _nanarg("nanargmax", -np.inf, a, axis, out, keepdims)
 
 
+@_library_function
 def nanargmin(a, axis=None, out=None, keepdims=None):
   """argmin ignoring NaNs; -1 where a slice is all NaN (NumPy raises instead)."""
   return _nanarg("nanargmin", np.inf, a, axis, out, keepdims)
@@ -664,18 +673,21 @@ def _nan_reduction(a, name, reduction, init_val, nan_if_all_nan, axis=None, keep
   return out
 
 
+@_library_function
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """min ignoring NaNs (NaN where a slice is all NaN and no ``initial`` is given)."""
   return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis=axis, out=out,
                         keepdims=keepdims, initial=initial, where=where)
 
 
+@_library_function
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """max ignoring NaNs (NaN where a slice is all NaN and no ``initial`` is given)."""
   return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis=axis, out=out,
                         keepdims=keepdims, initial=initial, where=where)
 
 
+@_library_function
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   """sum treating NaNs as zero."""
   if dtype is not None:
@@ -684,6 +696,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
                         keepdims=keepdims, initial=initial, where=where)
 
 
+@_library_function
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   """prod treating NaNs as one."""
   if dtype is not None:
@@ -692,6 +705,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
                         keepdims=keepdims, initial=initial, where=where)
 
 
+@_library_function
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   """mean ignoring NaNs (NaN where a slice is all NaN)."""
   a = _asarray("nanmean", a)
@@ -706,6 +720,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return lax.div(nansum(a, axis, dtype=dtype, keepdims=keepdims, where=where), normalizer)
 
 
+@_library_function
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
   """var ignoring NaNs (NaN where fewer than ddof+1 values remain)."""
   a = _asarray("nanvar", a)
@@ -735,6 +750,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   return _convert(result, dtype)
 
 
+@_library_function
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
   """std ignoring NaNs."""
   a = _asarray("nanstd", a)
@@ -787,12 +803,14 @@ def cumprod(a, axis=None, dtype=None, out=None):
   return _cumulative_reduction("cumprod", "cumprod", a, axis, dtype, out)
 
 
+@_library_function
 def nancumsum(a, axis=None, dtype=None, out=None):
   """Cumulative sum treating NaNs as zero."""
   return _cumulative_reduction("nancumsum", "cumsum", a, axis, dtype, out, fill_nan=True,
                                fill_value=0)
 
 
+@_library_function
 def nancumprod(a, axis=None, dtype=None, out=None):
   """Cumulative product treating NaNs as one."""
   return _cumulative_reduction("nancumprod", "cumprod", a, axis, dtype, out, fill_nan=True,
@@ -849,12 +867,14 @@ def _median(name, a, axis, out, overwrite_input, keepdims, squash_nans):
             method="midpoint")
 
 
+@_library_function
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """Median (midpoint of the two middle values); NaN where a slice has a NaN.  ``axis``
   may be an int or a tuple.  Empty inputs raise, as in JAX."""
   return _median("median", a, axis, out, overwrite_input, keepdims, False)
 
 
+@_library_function
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """Median ignoring NaNs (NaN where a slice is all NaN)."""
   return _median("nanmedian", a, axis, out, overwrite_input, keepdims, True)

@@ -16,6 +16,7 @@ import operator
 import numpy as np
 
 from pyjax._src import core, dtypes
+from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.numpy import creation as _creation
 from pyjax._src.numpy import linalg_ops as _ops
@@ -216,6 +217,7 @@ def _check_out(name, out, overwrite_input):
     raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or out != None")
 
 
+@_library_function(dynamic=("q",))
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None):
   """The ``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) along ``axis``; NaN where the
@@ -227,6 +229,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
   return _quantile("quantile", a, _q_inexact(q), axis, method, keepdims, False, weights)
 
 
+@_library_function
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
   """quantile ignoring NaNs (NaN only where a slice is all NaN)."""
@@ -242,6 +245,7 @@ def _q_inexact(q):
   return q
 
 
+@_library_function(dynamic=("q",))
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, out_sharding=None):
   """The ``q``-th percentiles (``q`` in [0, 100])."""
@@ -252,6 +256,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                   keepdims=keepdims, weights=weights)
 
 
+@_library_function
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
   """percentile ignoring NaNs."""
@@ -428,6 +433,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
 
 
 # --- covariance -------------------------------------------------------------------------------
+@_library_function
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
         dtype=None):
   """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``
@@ -496,6 +502,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   return _manip.squeeze(c)
 
 
+@_library_function
 def corrcoef(x, y=None, rowvar=True, dtype=None):
   """Pearson correlation coefficients (clipped to [-1, 1])."""
   check_arraylike("corrcoef", x)

@@ -65,6 +65,8 @@ def constant(x, to_dtype, weak=False, position=0):
   """A Python/NumPy constant as a concrete Array of ``to_dtype`` (converted now, so a
   traced program sees a literal or constant, not a conversion).  Python ints must fit the
   default integer type (JAX's OverflowError); inside that range they wrap like C casts."""
+  if _cfg.h2d_guarded:  # the transfer is of the host value as it is (a Python int: int32)
+    _guard_h2d(_host_aval(x))
   if type(x) is int:
     lo, hi = _INT_BOUNDS[dtypes.default_int_dtype()]
     if not lo <= x <= hi:
@@ -86,8 +88,6 @@ def constant(x, to_dtype, weak=False, position=0):
     with np.errstate(all="ignore"):  # float overflow to inf, NaN to int: as XLA, silently
       buf = np.asarray(x).astype(to_dtype)
   aval = ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_)
-  if _cfg.h2d_guarded:
-    _guard_h2d(aval)
   return ArrayImpl(buf, aval, None, False)
 
 
@@ -97,6 +97,11 @@ def _guard_h2d(aval):
   if core._state.interp is core.eval_interpreter:
     from pyjax._src import transfer_guard
     transfer_guard.host_to_device(aval, None, False)
+
+
+def _host_aval(x):
+  from pyjax._src import transfer_guard
+  return transfer_guard.host_aval(x)
 
 
 def asarray_weak(x):
@@ -203,7 +208,7 @@ def _scalar_like(aval, y):
   # a fresh Array each time (autodiff tells values apart by identity); only the
   # read-only NumPy buffer is shared
   if _cfg.h2d_guarded:
-    _guard_h2d(_WEAK_SCALAR_AVALS[d])
+    _guard_h2d(_host_aval(y))
   return ArrayImpl(b, _WEAK_SCALAR_AVALS[d], None, False)
 
 
