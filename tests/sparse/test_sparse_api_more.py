@@ -141,7 +141,7 @@ def test_classes_and_errors():
 
 
 # names JAX exports that pyjax does not (yet): see docs/sparse.md
-_NOT_YET = {"SparseTracer"}
+_NOT_YET = set()
 
 
 def test_public_names_match_jax():

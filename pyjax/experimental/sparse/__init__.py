@@ -19,7 +19,7 @@ from pyjax._src.sparse.layout import (  # noqa: F401
 from pyjax._src.sparse.util import (  # noqa: F401
     CuSparseEfficiencyWarning, SparseEfficiencyError, SparseEfficiencyWarning)
 from pyjax._src.sparse.random import random_bcoo  # noqa: F401
-from pyjax._src.sparse.transform import sparsify  # noqa: F401
+from pyjax._src.sparse.transform import SparseTracer, sparsify  # noqa: F401
 from pyjax._src.sparse.base import JAXSparse  # noqa: F401
 from pyjax._src.sparse.coo import (  # noqa: F401
     COO, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec, coo_matvec_p,

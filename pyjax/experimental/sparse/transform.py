@@ -1,2 +1,2 @@
 """jax.experimental.sparse.transform: the ``sparsify`` transformation (re-exports)."""
-from pyjax._src.sparse.transform import sparsify  # noqa: F401
+from pyjax._src.sparse.transform import SparseTracer, sparsify  # noqa: F401
