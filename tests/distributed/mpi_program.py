@@ -92,11 +92,26 @@ def main(out, single):
   res["all_to_all"] = glob(smap(lambda x: lax.all_to_all(
       jax.numpy.tile(x, (ndev, 1)), "x", 0, 0, tiled=True))(a))
   res["axis_index"] = glob(smap(lambda x: x * lax.axis_index("x"))(a))
+  # values of >= 1 KiB per process travel as raw MPI bytes (reduce-scatter parts land in
+  # reused buffers: the second psum reuses the first's); a ppermute that leaves most
+  # devices without a source sends only the pieces addressed to each process
+  big = rng.standard_normal((ndev * 2, 720)).astype(np.float32)
+  b = jax.make_array_from_process_local_data(
+      sx, big if single else big[pid * 2 * LOCAL:(pid + 1) * 2 * LOCAL])
+  res["psum_big"] = glob(smap(lambda x: lax.psum(x, "x"))(b))
+  res["psum_big_again"] = glob(smap(lambda x: lax.psum(x * 3, "x"))(b))
+  res["psum_int"] = glob(smap(lambda x: lax.psum((x * 99).astype("int32"), "x"))(b))
+  res["ppermute_partial"] = glob(smap(lambda x: lax.ppermute(
+      x, "x", [(0, ndev - 1), (ndev - 1, 1), (2, 0)]))(b))
+  res["all_to_all_big"] = glob(smap(lambda x: lax.all_to_all(x, "x", 1, 1, tiled=True))(b))
   # a 2-d mesh: "d" meets inside each process, "p" across processes
   a2 = jax.make_array_from_callback(data.shape, NamedSharding(mesh2, P(("p", "d"))),
                                     lambda idx: data[idx])
   f2 = lambda x: lax.psum(x, "p") * 2 + lax.psum(x, "d")   # noqa: E731
   res["mesh2"] = glob(smap(f2, mesh2, P(("p", "d")), P(("p", "d")))(a2))
+  res["mesh2_ppermute_p"] = glob(smap(lambda x: lax.ppermute(
+      x, "p", [(i, (i + 1) % nproc) for i in range(nproc)]), mesh2, P(("p", "d")),
+      P(("p", "d")))(a2))
   res["mesh2_pmean_both"] = glob(smap(lambda x: lax.pmean(x, ("p", "d")), mesh2,
                                       P(("p", "d")), P(("p", "d")))(a2))
   # eager operations on an array spanning processes (the elementwise ones shard by shard,

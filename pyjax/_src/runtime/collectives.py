@@ -240,7 +240,21 @@ class DeviceContext:
       return _fold(op, values)
     key, rank, size, deadline, describe = self._next(what, names)
     return t.reduce(key, rank, size, value, deadline, describe, self._owners(names),
-                    lambda vs: _fold(op, vs))
+                    lambda vs, out: _fold(op, vs, out))
+
+  def route(self, what, names, pieces):
+    """The next collective over ``names`` that delivers pieces: ``pieces`` maps member
+    ranks to the value this device sends each; returns ``({source rank: the piece it
+    addressed to this device}, rank)``.  A transport spanning processes sends each
+    process only the pieces addressed to its members (``route``); otherwise every
+    member's pieces are exchanged."""
+    t = self.transport or _transport
+    if self.procs is not None and hasattr(t, "route") and self.group(names)[2] > 1:
+      key, rank, size, deadline, describe = self._next(what, names)
+      return t.route(key, rank, size, pieces, deadline, describe,
+                     self._owners(names)), rank
+    values, rank = self.exchange(what, names, pieces)
+    return {s: v[rank] for s, v in enumerate(values) if rank in v}, rank
 
   def _owners(self, names):
     """The process of each member (rank order) of this device's group over ``names``."""
@@ -279,12 +293,16 @@ class device_context:
 
 
 # --- the collectives on NumPy values -----------------------------------------------------
-def _fold(op, values):
+def _fold(op, values, out=None):
   """``op`` folded over ``values`` left to right (rank order); after the first step the
-  accumulator is updated in place (the same bits, no temporary per member)."""
+  accumulator is updated in place (the same bits, no temporary per member).  With
+  ``out`` (an array of the values' shape and dtype) the fold is written there."""
   if len(values) == 1:
-    return values[0]
-  acc = op(values[0], values[1])
+    if out is None:
+      return values[0]
+    out[...] = values[0]
+    return out
+  acc = op(values[0], values[1]) if out is None else op(values[0], values[1], out=out)
   for v in values[2:]:
     if type(acc) is np.ndarray and acc.shape == np.shape(v) and acc.dtype == v.dtype:
       op(acc, v, out=acc)
@@ -355,10 +373,11 @@ def reduce_scatter(ctx, x, names, dim, tiled):
 
 def ppermute(ctx, x, names, perm):
   x = _np(x)
-  values, rank = ctx.exchange("ppermute", names, x)
+  me = ctx.index(names)
+  got, rank = ctx.route("ppermute", names, {t: x for s, t in perm if s == me})
   for s, t in perm:
     if t == rank:
-      return np.array(values[s], copy=True)
+      return np.array(got[s], copy=True)
   return np.zeros_like(x)
 
 
@@ -366,10 +385,9 @@ def all_to_all(ctx, x, names, split_axis, concat_axis):
   """Member ``j`` gets the ``j``-th chunk along ``split_axis`` of every member's value,
   concatenated along ``concat_axis`` in member order."""
   x = _np(x)
-  values, rank = ctx.exchange("all_to_all", names, x)
-  n = len(values)
-  chunks = [np.split(v, n, axis=split_axis)[rank] for v in values]
-  return np.concatenate(chunks, axis=concat_axis)
+  n = ctx.group(names)[2]
+  got, _ = ctx.route("all_to_all", names, dict(enumerate(np.split(x, n, axis=split_axis))))
+  return np.concatenate([got[s] for s in range(n)], axis=concat_axis)
 
 
 def axis_index(ctx, name):

@@ -36,6 +36,7 @@ _TAG_BUF = 0x5a3
 _RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
 _RAW_KINDS = frozenset("biufcV")
 _SPIN_SECONDS = 2e-4              # poll without sleeping this long before backing off
+_SCRATCH_MAX = 256 << 20          # bytes of reduce-scatter receive buffers kept for reuse
 
 _world = None          # the MPITransport once initialized
 
@@ -79,6 +80,9 @@ class MPITransport(_coll.Transport):
     self._poller = False          # whether a waiting thread is polling MPI
     self._runs = itertools.count()
     self._host_seq = itertools.count()
+    self._expect = {}             # (key, source process) -> {rank: where its bytes land}
+    self._scratch = {}            # nbytes -> free receive buffers (reduce-scatter parts)
+    self._scratch_bytes = 0
 
   def new_run_id(self):
     """Run ids of multi-process runs: every process counts them in the same order."""
@@ -125,9 +129,12 @@ class MPITransport(_coll.Transport):
           continue
         key, header = obj
         values, reqs = {}, []
+        into = self._expect.pop((key, src), None) or {}
         for r, h in header.items():
           if h[0] == "buf":
-            a = np.empty(h[2], h[1])
+            a = into.get(r)
+            if a is None or a.dtype != h[1] or a.shape != h[2]:
+              a = (self._take(h[1], h[2]) if key[-1] == "rs" else np.empty(h[2], h[1]))
             reqs.append(self.comm.Irecv([a.reshape(-1).view(np.uint8), MPI.BYTE],
                                         source=src, tag=_TAG_BUF))
             values[r] = a
@@ -209,12 +216,40 @@ class MPITransport(_coll.Transport):
     return self._collective(key, rank, size, value, deadline, describe, owners, start,
                             step, lambda m, last: list(m.values))
 
+  def route(self, key, rank, size, pieces, deadline, describe, owners):
+    """Each member's ``pieces`` (``{destination rank: value}``) delivered: every process
+    of the group sends each other one message holding the pieces addressed to that
+    process's members (possibly none), so only what a process needs travels to it.
+    Returns ``{source rank: the piece it addressed to rank}``."""
+    def start(m):
+      for p in m.remote:
+        self._send_values(key, {(s, d): v for s in m.local for d, v in m.values[s].items()
+                                if m.owners[d] == p}, p)
+
+    def step(m):
+      if any((key, p) not in self._mail for p in m.remote):
+        return False
+      m.result = {}
+      for p in m.remote:
+        m.result.update(self._mail.pop((key, p)))
+      return True
+
+    def result(m, last):
+      got = {s: m.values[s][rank] for s in m.local if rank in m.values[s]}
+      got.update((s, v) for (s, d), v in m.result.items() if d == rank)
+      return got
+    return self._collective(key, rank, size, pieces, deadline, describe, owners, start,
+                            step, result)
+
   def reduce(self, key, rank, size, value, deadline, describe, owners, fold):
     """``fold`` (rank order) of every member's value, reduced in parts: the flattened
     value is cut into one slice per process of the group; each process receives its
     slice of every remote member's value, folds all members' slices in rank order, and
     sends the folded slice to the others (a reduce-scatter then an all-gather: each
-    element is folded in the same order as by a fold of whole values)."""
+    element is folded in the same order as by a fold of whole values).  ``fold(values,
+    out)`` writes into ``out``.  The slices of remote members land in reused scratch
+    buffers, the folded slices (this process's and the others') straight in the
+    result: no copies, no fresh pages but the result's."""
     rs, ag = key + ("rs",), key + ("ag",)
 
     def cut(m):
@@ -225,37 +260,68 @@ class MPITransport(_coll.Transport):
 
     def start(m):
       procs, bounds = cut(m)
+      first = m.values[m.local[0]]
+      m.result = np.empty(first.size, first.dtype)
       flat = {r: m.values[r].reshape(-1) for r in m.local}
       for k, p in enumerate(procs):
         if p != self.rank:
           lo, hi = bounds[k], bounds[k + 1]
+          self._expect[(ag, p)] = {p: m.result[lo:hi]}
           self._send_values(rs, {r: f[lo:hi] for r, f in flat.items()}, p)
 
     def step(m):
       procs, bounds = cut(m)
       me = procs.index(self.rank)
       lo, hi = bounds[me], bounds[me + 1]
+      out = m.result
       if m.reduced is None:
         if any((rs, p) not in self._mail for p in m.remote):
           return False
         parts = {r: m.values[r].reshape(-1)[lo:hi] for r in m.local}
-        for p in m.remote:
-          parts.update(self._mail.pop((rs, p)))
-        m.reduced = np.asarray(fold([parts[r] for r in range(size)]))
+        got = [self._mail.pop((rs, p)) for p in m.remote]
+        for g in got:
+          parts.update(g)
+        m.reduced = out[lo:hi]
+        fold([parts[r] for r in range(size)], m.reduced)
+        for g in got:
+          for a in g.values():
+            self._give(a)
         for p in m.remote:
           self._send_values(ag, {self.rank: m.reduced}, p)
       if any((ag, p) not in self._mail for p in m.remote):
         return False
-      first = m.values[m.local[0]]
-      out = np.empty(first.size, m.reduced.dtype)
-      out[lo:hi] = m.reduced
       for p in m.remote:
         k = procs.index(p)
-        out[bounds[k]:bounds[k + 1]] = self._mail.pop((ag, p))[p]
-      m.result = out.reshape(first.shape)
+        got = self._mail.pop((ag, p))[p]
+        dest = out[bounds[k]:bounds[k + 1]]
+        if not np.shares_memory(got, dest):   # arrived before this meeting began
+          dest[...] = got
+      m.result = out.reshape(m.values[m.local[0]].shape)
       return True
     return self._collective(key, rank, size, value, deadline, describe, owners, start,
                             step, lambda m, last: m.result if last else m.result.copy())
+
+  def _take(self, dtype, shape):
+    """A receive buffer for a reduce-scatter part (from the scratch pool)."""
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize * int(np.prod(shape))
+    free = self._scratch.get(nbytes)
+    if free:
+      self._scratch_bytes -= nbytes
+      return free.pop().reshape(-1).view(np.uint8).view(dtype).reshape(shape)
+    return np.empty(shape, dtype)
+
+  def _give(self, a):
+    """Return a buffer from ``_take`` to the pool (kept up to _SCRATCH_MAX bytes)."""
+    root = a
+    while isinstance(root, np.ndarray) and isinstance(root.base, np.ndarray):
+      root = root.base
+    if (not isinstance(root, np.ndarray) or root.base is not None or root.nbytes < _RAW_MIN
+        or root.nbytes != a.nbytes or not root.flags.writeable):
+      return
+    if self._scratch_bytes + root.nbytes <= _SCRATCH_MAX:
+      self._scratch.setdefault(root.nbytes, []).append(root)
+      self._scratch_bytes += root.nbytes
 
   def _collective(self, key, rank, size, value, deadline, describe, owners, start, step,
                   result):
