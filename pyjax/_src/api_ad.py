@@ -726,7 +726,9 @@ custom_jvp_call_p = core.Primitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
 custom_jvp_call_p.eqn_printer = lambda eqn, ctx: [
     ("name", eqn.params["name"]), ("call_jaxpr", eqn.params["call_jaxpr"]),
-    ("jvp", eqn.params["jvp_jaxpr_fun"]), ("symbolic_zeros", eqn.params["symbolic_zeros"])]
+    ("jvp", eqn.params["jvp_jaxpr_fun"])] + (  # num_consts shown when non-zero, as JAX
+    [("num_consts", eqn.params["num_consts"])] if eqn.params.get("num_consts") else []) + [
+    ("symbolic_zeros", eqn.params["symbolic_zeros"])]
 
 
 @custom_jvp_call_p.def_abstract_eval
@@ -905,7 +907,8 @@ custom_vjp_call_p = core.Primitive("custom_vjp_call")
 custom_vjp_call_p.multiple_results = True
 custom_vjp_call_p.eqn_printer = lambda eqn, ctx: [  # name first, then sorted (as JAX)
     ("name", eqn.params["name"]), ("bwd", eqn.params["bwd"]),
-    ("call_jaxpr", eqn.params["call_jaxpr"]), ("fwd", eqn.params["fwd_jaxpr_thunk"]),
+    ("call_jaxpr", eqn.params["call_jaxpr"]), ("fwd", eqn.params["fwd_jaxpr_thunk"])] + (
+    [("num_consts", eqn.params["num_consts"])] if eqn.params.get("num_consts") else []) + [
     ("symbolic_zeros", eqn.params["symbolic_zeros"])]
 
 

@@ -8,7 +8,8 @@ Guarded here:
 
 * host-to-device, implicit: a NumPy value or Python scalar given to an eager primitive or
   to a ``jit``-compiled function, and the arguments of a jax.numpy function decorated with
-  ``library_function`` (JAX jits it, so the constants its body makes are not transfers);
+  ``numpy.util.library_function`` (JAX jits it, so the constants its body makes are not
+  transfers);
 * host-to-device, explicit: ``jax.device_put`` of host data;
 * device-to-device, explicit: ``jax.device_put`` of an Array onto another device.
 
@@ -20,7 +21,6 @@ a warning on the ``pyjax._src.transfer_guard`` logger.
 """
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 
@@ -28,7 +28,7 @@ from pyjax._src import config as _config
 from pyjax._src import errors
 
 _logger = logging.getLogger("pyjax._src.transfer_guard")
-_library = threading.local()  # .depth > 0: inside a library_function's body on this thread
+_library = threading.local()  # .depth > 0: inside a library function's body (library_body)
 
 
 def level(kind):
@@ -85,43 +85,31 @@ def device_to_device(aval, src, dst, explicit):
   _check("device_to_device", explicit, describe)
 
 
-def library_function(fn=None, *, dynamic=()):
-  """Decorate a jax.numpy function that JAX runs as one jitted computation: its host-array
-  arguments (NumPy values) are checked as implicit transfers when it is called eagerly, as
-  JAX transfers a jitted function's arguments; the constants its body makes from Python
-  scalars (an element count, ``0.5``, ``inf``) are not, because under JAX they are literals
-  of the compiled program.  Python scalar arguments are checked only when named in
-  ``dynamic`` (JAX traces them, e.g. ``q`` of quantile; others, such as ``axis``, are
-  static)."""
-  if fn is None:
-    return functools.partial(library_function, dynamic=dynamic)
-  sig = None
 
-  @functools.wraps(fn)
-  def wrapper(*args, **kwargs):
-    nonlocal sig
-    if not _config.h2d_guarded:
-      return fn(*args, **kwargs)
-    from pyjax._src import core
-    if core._state.interp is not core.eval_interpreter:
-      return fn(*args, **kwargs)
-    import numpy as np
-    from pyjax._src import dtypes
-    for a in (*args, *kwargs.values()):
-      if isinstance(a, (np.ndarray, np.generic)) and a.dtype != object:
-        host_to_device(host_aval(a), None, False)
-    if dynamic:
-      if sig is None:
-        import inspect
-        sig = inspect.signature(fn)
-      bound = sig.bind(*args, **kwargs)
-      bound.apply_defaults()  # a default (ddof=0) is an argument of the jitted call too
-      for name in dynamic:
-        if type(bound.arguments.get(name)) in dtypes.python_scalar_types:
-          host_to_device(host_aval(bound.arguments[name]), None, False)
+def check_library_arguments(args, kwargs, dynamic, sig):
+  """The implicit transfers of an eager call of a jax.numpy function JAX jits (see
+  ``numpy.util.library_function``): its NumPy-value arguments and the Python scalars
+  named in ``dynamic`` (with defaults applied: a default such as ``ddof=0`` is an argument
+  of JAX's jitted call too).  ``sig``: the function's ``inspect.Signature``."""
+  import numpy as np
+  from pyjax._src import dtypes
+  for a in (*args, *kwargs.values()):
+    if isinstance(a, (np.ndarray, np.generic)) and a.dtype != object:
+      host_to_device(host_aval(a), None, False)
+  if dynamic:
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    for name in dynamic:
+      if type(bound.arguments.get(name)) in dtypes.python_scalar_types:
+        host_to_device(host_aval(bound.arguments[name]), None, False)
+
+
+class library_body:
+  """Context: implicit host-to-device transfers on this thread are a library function's
+  own constants (literals of JAX's compiled program), not checked."""
+
+  def __enter__(self):
     _library.depth = getattr(_library, "depth", 0) + 1
-    try:
-      return fn(*args, **kwargs)
-    finally:
-      _library.depth -= 1
-  return wrapper
+
+  def __exit__(self, *exc):
+    _library.depth -= 1

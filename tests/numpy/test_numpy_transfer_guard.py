@@ -28,6 +28,8 @@ _CASES = {
     "cov": lambda j, n, x: n.cov(x),
     "mean_numpy_arg": lambda j, n, x: n.mean(np.ones(3, np.float32)),
     "add_python_int": lambda j, n, x: x + 1,
+    "where_python_scalar": lambda j, n, x: n.where(x, x, 0.0),
+    "clip_arrays": lambda j, n, x: n.clip(x, x, x),
 }
 
 

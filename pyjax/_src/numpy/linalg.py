@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numpy as np
 
 from pyjax._src import core, dtypes
-from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.api_ad import custom_jvp
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import linalg as lax_linalg
@@ -24,6 +23,7 @@ from pyjax._src.numpy import linalg_ops as _ops
 from pyjax._src.numpy import manipulation as _manip
 from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy import ufuncs as _uf
+from pyjax._src.numpy.util import library_function as _library_function
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes_inexact
 
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",

@@ -22,6 +22,7 @@ from pyjax._src.numpy import ufuncs
 from pyjax._src.numpy.creation import (_asarray, _const, _full, _shape, _is_tracer,
                                        _value_dtype_weak, canonicalize_shape, zeros_like)
 from pyjax._src.numpy.util import check_arraylike, is_arraylike, promote_dtypes
+from pyjax._src.numpy.util import library_function as _library_function
 from pyjax._src.runtime.array import Array, ArrayImpl
 
 from pyjax import lax
@@ -766,6 +767,7 @@ def atleast_3d(*arys):
 from pyjax._src.runtime.array import ArrayImpl as _ArrayImpl  # noqa: E402
 
 
+@_library_function(dynamic=("condition", "x", "y"))
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   """``x`` where ``condition`` else ``y`` (with broadcasting and promotion).  The one-argument
   form is ``jnp.nonzero(condition, size=..., fill_value=...)``."""
@@ -805,6 +807,7 @@ def _where(condition, x, y):
   return lax_e.select_n(c, y, x)
 
 
+@_library_function(dynamic=("arr", "min", "max"))
 def clip(arr=None, /, min=None, max=None):
   """Clip values to ``[min, max]`` (either bound may be None); where ``min > max`` the
   result is ``max``.  Complex inputs are rejected, as in JAX."""

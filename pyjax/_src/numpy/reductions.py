@@ -15,10 +15,10 @@ import operator
 import numpy as np
 
 from pyjax._src import core, dtypes
-from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.lax import elementwise as lax_e
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.lax import reductions as _lax_r
+from pyjax._src.numpy.util import library_function as _library_function
 from pyjax._src.numpy.util import (check_arraylike, promote_dtypes, promote_dtypes_inexact,
                                    canonicalize_axis)
 from pyjax._src.runtime.array import ArrayImpl

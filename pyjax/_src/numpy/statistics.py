@@ -16,7 +16,6 @@ import operator
 import numpy as np
 
 from pyjax._src import core, dtypes
-from pyjax._src.transfer_guard import library_function as _library_function
 from pyjax._src.lax import lax_api as lax
 from pyjax._src.numpy import creation as _creation
 from pyjax._src.numpy import linalg_ops as _ops
@@ -25,6 +24,7 @@ from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy import sorting as _sorting
 from pyjax._src.numpy import ufuncs as _uf
 from pyjax._src.numpy.array_constructors import asarray as _asarray_c
+from pyjax._src.numpy.util import library_function as _library_function
 from pyjax._src.numpy.util import (canonicalize_axis, check_arraylike, promote_dtypes_inexact,
                                    promote_args_inexact)
 

@@ -1,6 +1,9 @@
 """Argument checking and NumPy-style promotion for jax.numpy functions."""
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
 from pyjax._src import core, dtypes
@@ -97,6 +100,40 @@ def _guard_h2d(aval):
   if core._state.interp is core.eval_interpreter:
     from pyjax._src import transfer_guard
     transfer_guard.host_to_device(aval, None, False)
+
+
+def library_function(fn=None, *, dynamic=()):
+  """Decorate a jax.numpy function that JAX runs as one jitted computation, so that:
+
+  * eagerly under ``jax.transfer_guard``, its NumPy-value arguments (and the Python scalars
+    named in ``dynamic``, which JAX traces, e.g. ``q`` of quantile; others such as
+    ``axis`` are static) are checked as implicit transfers, and the constants its body
+    makes from Python scalars (an element count, ``0.5``, ``inf``) are not: under JAX they
+    are literals of the compiled program;
+  * while staging (``make_jaxpr``, ``jit``), the concrete Arrays among its arguments become
+    constvars in argument order, as the arguments of JAX's inner ``jit`` equation do (the
+    body may use them in another order).  Differs from JAX: no ``jit`` equation is
+    emitted, the body's equations are inlined."""
+  if fn is None:
+    return functools.partial(library_function, dynamic=dynamic)
+  sig = inspect.signature(fn) if dynamic else None
+
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    interp = core._state.interp
+    if interp is core.eval_interpreter:
+      if not _cfg.h2d_guarded:
+        return fn(*args, **kwargs)
+      from pyjax._src import transfer_guard
+      transfer_guard.check_library_arguments(args, kwargs, dynamic, sig)
+      with transfer_guard.library_body():
+        return fn(*args, **kwargs)
+    if type(interp) is core.StagingInterpreter:
+      for a in (*args, *kwargs.values()):
+        if type(a) is ArrayImpl and a.aval.shape:
+          interp.to_atom(a)
+    return fn(*args, **kwargs)
+  return wrapper
 
 
 def _host_aval(x):
