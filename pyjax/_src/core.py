@@ -677,6 +677,9 @@ def _eqn_param_items(eqn, ctx):
 
 
 def _pp_eqn(eqn, ctx):
+  rule = getattr(eqn.primitive, "pp_eqn_rule", None)   # a whole-equation form (state's get/swap)
+  if rule is not None:
+    return _text(rule(eqn, ctx))
   items = _eqn_param_items(eqn, ctx)
   lhs = _pp_vars(eqn.outvars, ctx, binders=True)   # named before the params (as JAX)
   if items:

@@ -6,12 +6,13 @@ Block specifications (``BlockSpec`` with ``Blocked`` / ``Element`` / ``Squeezed`
 (``program_id``, ``num_programs``) and the helpers kernels call (``when``, ``loop``,
 ``run_scoped``, ``cdiv``, ``multiple_of``).
 
-How pyjax represents a kernel (differs from JAX): a kernel is traced with ``Ref`` objects
-holding its blocks' values (``pyjax._src.state``), so its jaxpr is already discharged: it
-takes the grid position (one int32 per grid axis), the scalar-prefetch operands and the
-blocks of the inputs, outputs and scratch buffers, and returns the blocks' final values.
-``program_id(axis)`` is that jaxpr's input for the axis (JAX stages a ``program_id``
-equation and substitutes it when it discharges the kernel) and ``num_programs(axis)`` the
+How pyjax represents a kernel: ``pallas_call`` traces it with Ref-typed variables
+(``stateful.py``: ``program_id(axis)`` stages a ``program_id`` equation, as in JAX), then
+discharges that jaxpr with ``pyjax._src.state`` boxes into a pure function of the grid
+position (one int32 per grid axis), the scalar-prefetch operands and the blocks of the
+inputs, outputs and scratch buffers, returning the blocks' final values; while the boxes
+trace (discharge, or a kernel ``stateful.py`` does not model) ``program_id(axis)`` is
+that function's input for the axis.  ``num_programs(axis)`` is the
 grid size (a Python int, as JAX returns for a static grid).
 """
 from __future__ import annotations
@@ -243,7 +244,7 @@ class GridEnv:
   grid sizes, while a kernel is traced."""
 
   def __init__(self, ids, sizes):
-    self.ids, self.sizes = list(ids), tuple(sizes)
+    self.ids, self.sizes = ids, tuple(sizes)   # ids: a sequence (``program_id`` indexes it)
 
   def __enter__(self):
     _env.stack.append(self)

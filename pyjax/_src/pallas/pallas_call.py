@@ -1,11 +1,14 @@
 """``pallas_call`` and its primitive.
 
 ``pallas_call(kernel, out_shape, grid=..., in_specs=..., out_specs=...)(*args)`` traces the
-kernel once (``core.py`` explains the discharged kernel jaxpr), traces each block spec's
+kernel once (``stateful.py``: Ref-typed variables, then discharged), traces each block spec's
 index map into a jaxpr, and binds ``pallas_call_p`` with:
 
-- ``jaxpr``: the kernel (grid position, scalar-prefetch operands, input / output /
-  scratch blocks -> the blocks' final values);
+- ``jaxpr``: the kernel with Ref-typed variables (scalar-prefetch, input, output and
+  scratch refs -> nothing; as JAX prints it), or, for a kernel ``stateful.py`` does not
+  model, the discharged kernel (grid position, scalar-prefetch operands, input / output /
+  scratch blocks -> the blocks' final values; ``discharged_kernel`` gives it in both
+  cases);
 - ``grid_mapping``: the grid, one ``BlockMapping`` per input and output (block shape,
   index-map jaxpr, the operand's aval), the scratch avals, the grid axes added by
   ``vmap`` (invisible to the kernel);
@@ -21,12 +24,15 @@ program (forward mode only, as JAX: the loop cannot be transposed).
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from pyjax._src import core, tree_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad, batching, staging
 from pyjax._src.pallas import core as plc
+from pyjax._src.pallas import stateful
 from pyjax._src.state import types as state_types
 from pyjax._src.state.types import Frame, Ref
 
@@ -211,12 +217,15 @@ def _scratch_aval(s):
   raise TypeError(f"Unsupported scratch shape: {s!r}")
 
 
-def _trace_kernel(kernel, gm, in_tree, out_tree, scratch_tree, name):
+def _space(memory_space, default="default"):
+  """How a ref's memory space prints in its type (``Ref<vmem>{...}``)."""
+  return default if memory_space is None else str(memory_space)
+
+
+def _kernel_body(kernel, gm, in_tree, out_tree, scratch_tree, src):
+  """``body(ids, refs)``: call ``kernel`` on ``refs`` (scalar-prefetch, input, output and
+  scratch refs, in that order) with the grid position ``ids`` in its grid environment."""
   grid = gm.kernel_grid
-  n_ids = len(grid)
-  avals = ([ShapedArray((), _INT32)] * n_ids + list(gm.index_operand_avals)
-           + [bm.block_aval() for bm in gm.block_mappings] + list(gm.scratch_avals))
-  src = staging.fun_source_info(kernel)
   n_idx, n_in, n_out = gm.num_index_operands, gm.num_inputs, gm.num_outputs
 
   def body(ids, refs):
@@ -239,12 +248,103 @@ def _trace_kernel(kernel, gm, in_tree, out_tree, scratch_tree, name):
     if ret is not None:
       raise ValueError(f"The kernel function in the pallas_call {src} should return None. "
                        f"It returns a PyTree: {tree_util.tree_structure(ret)}")
+  return body
+
+
+def _captures_error(src, tracer_consts):
+  shown = ", ".join(core.get_aval(c).str_short(short_dtypes=True) for c in tracer_consts)
+  return ValueError(f"The kernel function in the pallas_call {src} captures constants "
+                    f"[{shown}]. You should pass them as inputs.")
+
+
+class _ProgramIds:
+  """The grid position as the stateful trace sees it: ``program_id`` equations."""
+
+  def __init__(self, n):
+    self.n = n
+
+  def __getitem__(self, axis):
+    if not -self.n <= axis < self.n:
+      raise IndexError(axis)
+    return stateful.program_id_p.bind(axis=axis % self.n)
+
+
+def _trace_kernel_stateful(body, gm, n_ids, spaces):
+  """The kernel jaxpr with Ref-typed variables (``stateful.py``), or None when the
+  kernel uses something that trace does not model (or fails in it: the box trace then
+  raises the user's error)."""
+  from pyjax._src.interpreters import partial_eval as pe
+  avals = [stateful.KernelRefType(a, sp) for a, sp in zip(
+      list(gm.index_operand_avals) + [bm.block_aval() for bm in gm.block_mappings]
+      + list(gm.scratch_avals), spaces)]
+
+  def flat(*xs):
+    body(_ProgramIds(n_ids), [stateful.KernelRef(x) for x in xs])
+    return []
+  try:
+    closed, tracer_consts = staging.trace_flat(flat, avals)
+    if tracer_consts:
+      return None
+    stateful.check_refs(closed.jaxpr)
+  except Exception:   # noqa: BLE001 -- the box trace reports the kernel's own errors
+    return None
+  jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, [], instantiate=True)
+  return core.ClosedJaxpr(jaxpr, closed.consts)
+
+
+def _discharge(closed, gm, n_ids):
+  """The pure kernel of the stateful ``closed``: grid position, values of the refs -> the
+  final values of the non-prefetch refs."""
+  n_idx = gm.num_index_operands
+  avals = ([ShapedArray((), _INT32)] * n_ids
+           + [state_types.shaped(v.aval.inner_aval) for v in closed.jaxpr.invars])
+
+  def body(ids, refs):
+    stateful.eval_with_boxes(closed.jaxpr, closed.consts, ids, refs)
     return [r.value for r in refs[n_idx:]]
-  closed, tracer_consts = _trace_with_refs(body, avals, n_ids, "kernel")
+  out, consts = _trace_with_refs(body, avals, n_ids, "kernel")
+  assert not consts
+  return out
+
+
+_discharged = {}   # id(stateful kernel Jaxpr) -> (weakref to it, its discharged kernel)
+
+
+def _remember_discharged(closed, pure):
+  key = id(closed.jaxpr)
+  _discharged[key] = (weakref.ref(closed.jaxpr), pure)
+  weakref.finalize(closed.jaxpr, _discharged.pop, key, None)
+
+
+def discharged_kernel(closed):
+  """The pure kernel ``interpret.py`` runs for the ``jaxpr`` param of a ``pallas_call``
+  (the param itself when it was traced with boxes)."""
+  hit = _discharged.get(id(closed.jaxpr))
+  return hit[1] if hit is not None and hit[0]() is closed.jaxpr else closed
+
+
+def _trace_kernel(kernel, gm, in_tree, out_tree, scratch_tree, spaces):
+  """The kernel jaxpr: stateful (Ref-typed variables, as JAX prints it) when
+  ``stateful.py`` models everything the kernel does, else discharged as traced with boxes.
+  ``spaces``: the memory space each ref prints with."""
+  grid = gm.kernel_grid
+  n_ids = len(grid)
+  src = staging.fun_source_info(kernel)
+  body = _kernel_body(kernel, gm, in_tree, out_tree, scratch_tree, src)
+  closed = _trace_kernel_stateful(body, gm, n_ids, spaces)
+  if closed is not None:
+    _remember_discharged(closed, _discharge(closed, gm, n_ids))
+    return closed
+  avals = ([ShapedArray((), _INT32)] * n_ids + list(gm.index_operand_avals)
+           + [bm.block_aval() for bm in gm.block_mappings] + list(gm.scratch_avals))
+  n_idx = gm.num_index_operands
+
+  def boxed(ids, refs):
+    body(ids, refs)
+    return [r.value for r in refs[n_idx:]]
+  closed, tracer_consts = _trace_with_refs(boxed, avals, n_ids, "kernel")
   if tracer_consts:
-    shown = ", ".join(core.get_aval(c).str_short(short_dtypes=True) for c in tracer_consts)
-    raise ValueError(f"The kernel function in the pallas_call {src} captures constants "
-                     f"[{shown}]. You should pass them as inputs.")
+    raise _captures_error(src, tracer_consts)
   return closed
 
 
@@ -324,7 +424,10 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=plc.no_b
             for s, a, o in zip(ospecs, out_avals, out_origins)]
     gm = GridMapping(g, bms, n_idx, len(in_avals) - n_idx, len(out_avals),
                      [_scratch_aval(s) for s in scratch_flat], (), idx_avals)
-    kjaxpr = _trace_kernel(kernel, gm, in_tree, out_tree, scratch_tree, name)
+    spaces = ([_space(None, "smem")] * n_idx
+              + [_space(getattr(s, "memory_space", None)) for s in specs + ospecs]
+              + [_space(getattr(s, "memory_space", None)) for s in scratch_flat])
+    kjaxpr = _trace_kernel(kernel, gm, in_tree, out_tree, scratch_tree, spaces)
     for i, o in aliases.items():
       if i not in range(len(in_avals)):
         raise ValueError(f"input_output_aliases contains the mapping '{i}:{o}' with input "
@@ -352,7 +455,8 @@ def pallas_call(kernel, out_shape, *, grid_spec=None, grid=(), in_specs=plc.no_b
 def with_grid_loop(in_avals, **params):
   """``params`` plus the ``grid_loop`` (the grid program traced on ``in_avals``)."""
   from pyjax._src.pallas import interpret as _interp
-  params["grid_loop"] = _interp.grid_program(params["jaxpr"], params["grid_mapping"],
+  params["grid_loop"] = _interp.grid_program(discharged_kernel(params["jaxpr"]),
+                                             params["grid_mapping"],
                                              params["input_output_aliases"], list(in_avals))
   return params
 
