@@ -149,12 +149,14 @@ def _from_process_local(sharding, local_data, global_shape):
   if global_shape is None:
     # each dimension's global size: the local size times the number of distinct blocks
     # the sharding cuts it into, over the number of those this process holds
-    probe = sharding.devices_indices_map((1 << 20,) * ndim)
-    mine = sharding.addressable_devices_indices_map((1 << 20,) * ndim)
+    # (a probe size every dimension's number of blocks divides: the device count does)
+    big = len(sharding.device_set) << 10
+    probe = sharding.devices_indices_map((big,) * ndim)
+    mine = sharding.addressable_devices_indices_map((big,) * ndim)
     gs = []
     for k in range(ndim):
-      every = {idx[k].indices(1 << 20) for idx in probe.values()}
-      local = {idx[k].indices(1 << 20) for idx in mine.values()}
+      every = {idx[k].indices(big) for idx in probe.values()}
+      local = {idx[k].indices(big) for idx in mine.values()}
       gs.append(local_data.shape[k] * len(every) // len(local))
     global_shape = tuple(gs)
   shape = _as_shape(global_shape)

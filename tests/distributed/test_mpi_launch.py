@@ -108,6 +108,13 @@ def test_mpi_four_processes(tmp_path):
   _check(*_results(tmp_path, 4), 4)
 
 
+@pytest.mark.slow
+def test_mpi_three_processes(tmp_path):
+  """An odd process count: make_array_from_process_local_data infers the global shape,
+  and all-reduce slices are cut unevenly."""
+  _check(*_results(tmp_path, 3), 3)
+
+
 def test_mpi_failures_end_every_process(tmp_path):
   out = str(tmp_path / "steps")
   r = _run(_mpiexec() + ["-n", "2", sys.executable, FAILURE, out], timeout=120)
