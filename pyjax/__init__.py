@@ -64,5 +64,6 @@ from pyjax._src.runtime.array import Shard  # noqa: F401
 from pyjax import distributed  # noqa: F401
 from pyjax._src.shard_map import shard_map  # noqa: F401
 from pyjax._src.jit_sharding import reshard  # noqa: F401
+from pyjax._src.backends.gpu import platform as _gpu_platform  # noqa: F401  (registers "gpu")
 
 __version__ = "0.1.0"

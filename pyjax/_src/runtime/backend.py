@@ -19,8 +19,19 @@ from __future__ import annotations
 import abc
 import types
 
-__all__ = ["Backend", "Platform", "register_platform", "unregister_platform", "platforms",
-           "canonical_platform"]
+__all__ = ["Backend", "Platform", "PlatformUnavailable", "register_platform",
+           "unregister_platform", "platforms", "canonical_platform"]
+
+
+class PlatformUnavailable(RuntimeError):
+  """Raised by a platform's factory when the platform cannot start on this machine:
+  ``installed`` False when its runtime package is absent (JAX: not a known backend), True
+  when it is installed but has no usable device.  Platforms started by default are then
+  skipped; one named in ``jax_platforms`` raises JAX's "Unable to initialize backend"."""
+
+  def __init__(self, message, installed=True):
+    super().__init__(message)
+    self.installed = installed
 
 
 class Backend(abc.ABC):
@@ -100,25 +111,27 @@ class Backend(abc.ABC):
 
 
 class Platform:
-  """A registered platform: its name, aliases, the factory creating its ``Backend`` and
-  whether it starts when ``jax_platforms`` is unset."""
-  __slots__ = ("name", "factory", "aliases", "default")
+  """A registered platform: its name, aliases, the factory creating its ``Backend``,
+  whether it starts when ``jax_platforms`` is unset, and its ``priority`` (the default
+  backend is the started one of highest priority: a GPU before the CPU, as JAX)."""
+  __slots__ = ("name", "factory", "aliases", "default", "priority")
 
-  def __init__(self, name, factory, aliases=(), default=False):
+  def __init__(self, name, factory, aliases=(), default=False, priority=0):
     self.name = name
     self.factory = factory
     self.aliases = tuple(aliases)
     self.default = default
+    self.priority = priority
 
 
 _platforms: dict[str, Platform] = {}
 
 
-def register_platform(name, factory, *, aliases=(), default=False):
+def register_platform(name, factory, *, aliases=(), default=False, priority=0):
   """Register ``factory`` (called with no arguments, returning a ``Backend`` whose
-  ``devices`` are made) as platform ``name``.  Takes effect for backends not yet
-  initialized (``runtime.devices.backends()``)."""
-  _platforms[name] = Platform(name, factory, aliases, default)
+  ``devices`` are made, or raising ``PlatformUnavailable``) as platform ``name``.  Takes
+  effect for backends not yet initialized (``runtime.devices.backends()``)."""
+  _platforms[name] = Platform(name, factory, aliases, default, priority)
 
 
 def unregister_platform(name):

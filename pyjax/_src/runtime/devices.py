@@ -138,25 +138,33 @@ def _init_backends():
     requested = config.jax_platforms
     registered = _backend_mod.platforms()
     if requested:
-      wanted = [_backend_mod.canonical_platform(p.strip()) for p in requested.split(",")]
-    else:
-      wanted = [n for n, p in registered.items() if p.default]
+      asked = {_backend_mod.canonical_platform(p.strip()): p.strip()
+               for p in requested.split(",")}
+      wanted = list(asked)
+    else:   # every default platform, highest priority first (a GPU before the CPU)
+      wanted = sorted((n for n, p in registered.items() if p.default),
+                      key=lambda n: -registered[n].priority)
     backends = {}
+    absent = set()   # registered platforms whose runtime package is not installed
     for p in wanted:
       plat = registered.get(p)
       if plat is not None:
-        backends[p] = plat.factory()
-      elif p in ("gpu", "cuda"):
-        if not requested:
+        try:
+          backends[p] = plat.factory()
           continue
-        raise RuntimeError(f"Unable to initialize backend '{p}': no supported GPU runtime "
-                           "(CuPy with an NVIDIA GPU) was found. (you may need to uninstall "
-                           "the failing plugin package, or set JAX_PLATFORMS=cpu to skip "
-                           "this backend.)")
-      else:
-        raise RuntimeError(f"Unknown backend: '{p}' requested, but no platforms that are "
-                           f"instances of {p} are present. Platforms present are: "
-                           + ",".join(registered))
+        except _backend_mod.PlatformUnavailable as e:
+          if not requested:
+            continue
+          if e.installed:   # (the messages name the platform as asked for)
+            raise RuntimeError(f"Unable to initialize backend '{asked[p]}': {e} (you may need to "
+                               "uninstall the failing plugin package, or set "
+                               "JAX_PLATFORMS=cpu to skip this backend.)") from None
+          absent.add(p)
+      known = [n for n in registered if n not in absent]
+      p = asked.get(p, p)
+      raise RuntimeError(f"Unable to initialize backend '{p}': Backend '{p}' is not in the "
+                         f"list of known backends: {known}. (set JAX_PLATFORMS='' to "
+                         "automatically choose an available backend)")
     if not backends:
       raise RuntimeError("No backend could be initialized.")
     _backends = backends
@@ -174,9 +182,12 @@ def get_backend(platform=None):
   if not isinstance(platform, str):
     platform = getattr(platform, "platform", platform)
   p = _backend_mod.canonical_platform(platform)
-  p = {"cuda": "gpu"}.get(p, p)
   if p not in bs:
-    raise RuntimeError(f"Unknown backend {platform}. Available: {list(bs)}")
+    if p == "gpu" and platform.lower() == "gpu":   # JAX's message for the platform group
+      raise RuntimeError(f"Unknown backend: '{platform}' requested, but no platforms that "
+                         f"are instances of {platform} are present. Platforms present are: "
+                         + ",".join(bs))
+    raise RuntimeError(f"Unknown backend {platform}. Available backends are {list(bs)}")
   return bs[p]
 
 
