@@ -154,7 +154,12 @@ def test_vectorized_kernel_uses_vector_loads_and_stores():
 def test_emulated_kernels_match_cpu(name):
   _, closed, args, ref = _lower(name)
   tol = PROGRAMS[name][3]
-  outs = emulate.run(closed, args, max_blocks=4)
+  assert_matches(emulate.run(closed, args, max_blocks=4), ref, tol)
+
+
+def assert_matches(outs, ref, tol):
+  """Outputs equal the CPU results: bit for bit (``tol`` 0, or integers), else within
+  ``tol``."""
   assert len(outs) == len(ref)
   for o, r in zip(outs, ref):
     assert o.dtype == r.dtype and o.shape == r.shape

@@ -116,6 +116,11 @@ def test_cupy_without_a_device_is_skipped_or_named(monkeypatch, fresh_backends):
   _fake_cupy(monkeypatch, 0)
   with pytest.raises(backend_mod.PlatformUnavailable, match="found 0 devices"):
     gpu_platform.make_backend()
+  # devices, but no device Arrays yet: the platform stays off and says why (docs/gpu.md)
+  _fake_cupy(monkeypatch, 2)
+  with pytest.raises(backend_mod.PlatformUnavailable, match=r"found 2 CUDA device\(s\), but "
+                     "pyjax's GPU runtime"):
+    gpu_platform.make_backend()
 
 
 def test_a_gpu_platform_is_the_default_backend(monkeypatch, fresh_backends):

@@ -8,6 +8,10 @@ first used: without the ``cupy`` package the factory raises ``PlatformUnavailabl
 device (or no driver) it raises ``PlatformUnavailable`` (installed: JAX's "Unable to
 initialize backend").  A platform started by default is then skipped silently.  Nothing
 here imports CuPy or any CUDA module until the factory runs.
+
+Not built yet: the backend the factory would return when CuPy sees a device (Arrays
+holding CuPy buffers, eager operations on CuPy, ``compile_jaxpr`` through ``launch.py``);
+until then the factory reports the devices it found and the platform stays off.
 """
 from __future__ import annotations
 
@@ -38,8 +42,8 @@ def device_count():
 
 
 def make_backend():
-  """The platform's factory: a ``GpuBackend`` over every CUDA device, or
-  ``PlatformUnavailable`` naming why not."""
+  """The platform's factory: ``PlatformUnavailable`` naming why the platform cannot
+  start (no CuPy, no device; with both, the runtime is not built yet: docs/gpu.md)."""
   if not cupy_installed():
     raise _backend.PlatformUnavailable("CuPy is not installed", installed=False)
   try:
@@ -49,8 +53,11 @@ def make_backend():
     raise _backend.PlatformUnavailable(f"no CUDA device: {type(e).__name__}: {e}") from None
   if n < 1:
     raise _backend.PlatformUnavailable("no CUDA device: CuPy found 0 devices")
-  from pyjax._src.backends.gpu import backend   # CuPy present: the backend's modules
-  return backend.GpuBackend(n)
+  # the kernels can be compiled and launched (launch.py), but Arrays and eager dispatch
+  # do not hold device buffers yet: the platform does not start (docs/gpu.md)
+  raise _backend.PlatformUnavailable(
+      f"CuPy found {n} CUDA device(s), but pyjax's GPU runtime (device Arrays, eager "
+      "operations) is not built yet; see docs/gpu.md")
 
 
 _backend.register_platform(PLATFORM, make_backend, aliases=ALIASES, default=True,
