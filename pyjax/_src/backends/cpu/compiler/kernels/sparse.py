@@ -1,5 +1,6 @@
 """Native kernels for the sparse products inside ``jit``: sparse x dense vector and matrix
-(``bcoo_dot_general`` on an unbatched 2-D BCOO without dense dimensions, ``coo_matvec``,
+(``bcoo_dot_general`` on an unbatched 2-D BCOO without dense dimensions,
+``bcsr_dot_general`` on an unbatched 2-D BCSR contracting its columns, ``coo_matvec``,
 ``coo_matmat``, ``csr_matvec``, ``csr_matmat``) and the sampled dense-dense product
 (``bcoo_dot_general_sampled`` on 2-D indices).  float32/float64; other layouts and dtypes
 stay host (NumPy) steps.
@@ -9,7 +10,11 @@ into their output row *in storage order*, ``y[row, :] += data[n] * b[col, :]`` i
 dtype (SciPy's COO kernels do exactly that).  With several right-hand sides the kernel
 buckets the elements by output row (a stable counting sort into O(nse + rows) scratch) and
 runs the rows in parallel, each in storage order; with one it makes a single pass in
-storage order; a sampled element is ``sum_k a[row, k] * b[k, col]`` summed in
+storage order -- except where the elements come grouped by row: CSR/BCSR with regular row
+pointers run row by row in parallel straight from ``indptr`` (no per-call pass over the
+elements), and a BCOO with ``indices_sorted=True`` is cut into element ranges at row
+changes that run in parallel (a range meeting a row outside its own -- a broken promise --
+makes the serial pass redo the product); a sampled element is ``sum_k a[row, k] * b[k, col]`` summed in
 ascending ``k`` from zero (the NumPy tier loops over ``k`` the same way).  Builds use
 ``-ffp-contract=off``, so no fused multiply-add changes a rounding.
 
@@ -74,6 +79,15 @@ def _product_geometry(node):
   if not _buffers(node, 4):
     return None
   data, i1, i2, b = node.ins
+  if node.prim == "bcsr_dot_general":   # unbatched 2-D BCSR contracting its columns
+    (lc, rc), (lb, rb) = p["dimension_numbers"]
+    shape = tuple(p["lhs_spinfo"].shape)
+    if (lb or rb or len(shape) != 2 or data.ndim != 1 or i1.ndim != 1 or i2.ndim != 1
+        or tuple(lc) != (1,) or tuple(rc) != (0,) or b.ndim not in (1, 2)
+        or i1.dtype != i2.dtype):
+      return None
+    return ("bcsr", shape[0], shape[1], b.size // max(b.shape[0], 1), data.shape[0],
+            i1.dtype, False)
   shape = tuple(p["spinfo"].shape if node.prim.startswith("coo") else p["shape"])
   t = bool(p["transpose"])
   if len(shape) != 2 or data.ndim != 1 or b.ndim not in (1, 2) or i1.dtype != i2.dtype:
@@ -91,8 +105,8 @@ def _product_supported(node):
   dt = node.outs[0].dtype
   if dt not in _F or any(v.dtype != dt for v in (node.ins[0], node.ins[-1])):
     return False
-  if node.prim == "bcoo_dot_general" and node.params.get("preferred_element_type") not in (
-      None, dt):
+  if node.prim in ("bcoo_dot_general", "bcsr_dot_general") and node.params.get(
+      "preferred_element_type") not in (None, dt):
     return False
   return idt in _IDX and out_n > 0 and in_n > 0 and K > 0 and nse > 0
 
@@ -106,20 +120,34 @@ def _entry(mode, g, c="c->"):
   """C computing ``ro`` (output row; outside [lo, hi) or -1: skipped) and then ``ci``
   (dense row read) of stored element ``n``, by the primitive's JAX semantics."""
   _, out_n, in_n, _, _, _, extra = g
-  if mode == "bcoo":
+  if mode in ("bcoo", "bcsr"):
     o, i = (1, 0) if extra == 0 else (0, 1)
-    return [f"    int64_t ro = (int64_t){c}I1[2 * n + {o}], ci = (int64_t){c}I1[2 * n + {i}];",
+    ro = f"{c}rows[n]" if mode == "bcsr" else f"(int64_t){c}I1[2 * n + {o}]"
+    return [f"    int64_t ro = {ro};",
             f"    if (ro < 0) ro += {out_n};",
-            "    if (ro < lo || ro >= hi) continue;",
-            f"    if (ci < 0) ci += {in_n};",
-            f"    if ((uint64_t)ci >= (uint64_t){in_n}) continue;"]
+            "    if (ro < lo || ro >= hi) continue;"] + _column(mode, g, c, i)
   if mode == "coo":
     o, i = ("I2", "I1") if extra else ("I1", "I2")
   else:   # csr: rows (from indptr) and indices
     o, i = ("I1", "rows") if extra else ("rows", "I1")
   return [f"    const int64_t ro = pj_sp_wrap_drop((int64_t){c}{o}[n], {out_n});",
-          "    if (ro < lo || ro >= hi) continue;",
-          f"    const int64_t ci = pj_sp_wrap_clamp((int64_t){c}{i}[n], {in_n});"]
+          "    if (ro < lo || ro >= hi) continue;"] + _column(mode, g, c, i)
+
+
+def _column(mode, g, c="c->", i=1):
+  """C computing ``ci``, the dense row that stored element ``n`` reads (``continue``:
+  dropped): BCOO/BCSR count a negative column once from the end and drop one still out
+  of range; COO/CSR wrap and clamp."""
+  in_n = g[2]
+  if mode == "bcoo":
+    return [f"    int64_t ci = (int64_t){c}I1[2 * n + {i}];",
+            f"    if (ci < 0) ci += {in_n};",
+            f"    if ((uint64_t)ci >= (uint64_t){in_n}) continue;"]
+  if mode == "bcsr":
+    return [f"    int64_t ci = (int64_t){c}I1[n];",
+            f"    if (ci < 0) ci += {in_n};",
+            f"    if ((uint64_t)ci >= (uint64_t){in_n}) continue;"]
+  return [f"    const int64_t ci = pj_sp_wrap_clamp((int64_t){c}{i}[n], {in_n});"]
 
 
 def _sorted_rows(name, mode, g, t):
@@ -152,6 +180,130 @@ def _sorted_rows(name, mode, g, t):
            "  pj_unscratch(sc); pj_unscratch(sd); pj_unscratch(fill); pj_unscratch(start);"])
 
 
+def _locals(t, it):
+  """C copying a product context's pointers (``c``) into restrict locals: through ``c->``
+  GCC reloads them after every store to ``Y`` (measured 10-15% slower)."""
+  return [f"  const {t} *restrict D = c->D; const {t} *restrict B = c->B; {t} *restrict Y = c->Y;",
+          f"  const {it} *restrict I1 = c->I1; const {it} *restrict I2 = c->I2;",
+          "  const int64_t *restrict rows = c->rows; (void)I2; (void)rows;"]
+
+
+def _accumulate(t, K, ind):
+  """C adding stored element ``n`` into output row ``ro`` (``y[ro, :] += d * b[ci, :]``).
+  (A register accumulator over runs of one row measured slower: the run-change branch
+  mispredicts at every row of sorted indices.)"""
+  return [f"{ind}{t} *restrict y = Y + ro * {K}; const {t} d = D[n];",
+          f"{ind}const {t} *restrict b = B + ci * {K};",
+          f"{ind}for (int64_t k = 0; k < {K}; k++) y[k] += d * b[k];"]
+
+
+def _pointer_rows(name, mode, g, t, it):
+  """C of ``{name}_prows``: output rows ``[lo, hi)`` of a CSR/BCSR product with regular
+  row pointers, row ``r`` summing its elements ``[indptr[r], indptr[r + 1])`` in storage
+  order from zero in a register accumulator (the serial pass's sums, bit for bit)."""
+  K = g[3]
+  return [
+      f"static void {name}_prows(void *vc, int64_t lo, int64_t hi) {{",
+      f"  const {name}_ctx *c = (const {name}_ctx *)vc;",
+      *_locals(t, it),
+      "  for (int64_t r = lo; r < hi; r++) {",
+      f"    {t} acc[{K}];",
+      f"    for (int64_t k = 0; k < {K}; k++) acc[k] = 0;",
+      "    const int64_t e = (int64_t)I2[r + 1];",
+      "    for (int64_t n = (int64_t)I2[r]; n < e; n++) {",
+      *["  " + x for x in _column(mode, g, "", "I1")],
+      f"      const {t} d = D[n]; const {t} *restrict b = B + ci * {K};",
+      f"      for (int64_t k = 0; k < {K}; k++) acc[k] += d * b[k];",
+      "    }",
+      f"    memcpy(Y + r * {K}, acc, sizeof acc);",
+      "  }",
+      "}"]
+
+
+def _regular_pointers(name, g):
+  """C running the product row by row (in parallel) when the row pointers are regular --
+  ``indptr[0] == 0``, non-decreasing, ``indptr[-1] <= nse``: then row ``r`` holds exactly
+  the elements ``[indptr[r], indptr[r + 1])`` by JAX's running-count rule (the elements
+  past ``indptr[-1]`` fall in row ``n_rows`` and are dropped) -- with no per-call
+  O(nse) pass.  Other pointers take the general path below."""
+  _, out_n, _, K, nse, _, _ = g
+  per = max(1, K * nse // out_n)
+  return [
+      f"  int reg = (int64_t)c.I2[0] == 0 && (int64_t)c.I2[{out_n}] <= {nse};",
+      f"  for (int64_t j = 0; reg && j < {out_n}; j++) reg = c.I2[j] <= c.I2[j + 1];",
+      "  if (reg) {",
+      f"    if (pj_parallel_for && {K * nse} >= {_PARALLEL_MIN}) "
+      f"pj_parallel_for({name}_prows, &c, {out_n}, {1 if per >= 4096 else 4096 // per});",
+      f"    else {name}_prows(&c, 0, {out_n});",
+      "    return;",
+      "  }"]
+
+
+_SPLIT_CHUNKS = 8   # element ranges of a row split (about four per thread of a 2-CPU pool)
+
+
+def _row_split(node, g):
+  """Whether a one-right-hand-side product runs as a row split: the stored elements are
+  promised grouped by output row (a BCOO product contracting its columns with
+  ``indices_sorted=True``; CSR/BCSR rows run from their pointers instead)."""
+  mode, out_n, _, K, nse, _, extra = g
+  if K * nse < _PARALLEL_MIN or out_n < 2:
+    return False
+  return mode == "bcoo" and extra == 1 and bool(node.params["lhs_spinfo"].indices_sorted)
+
+
+def _split_rows(name, mode, g, t, it):
+  """C of the row split: ``nse`` cut into ``_SPLIT_CHUNKS`` element ranges at changes of
+  output row, each range owning the rows from its first element's up to the next range's
+  (the first from row 0, the last to the end) and run as one task: its rows zeroed, then
+  its elements added in storage order -- the serial pass's sums, bit for bit, without
+  atomics.  An element whose row lies outside its range's rows (indices not grouped by
+  row after all: a broken ``indices_sorted`` promise, negative indices) stops the task
+  and the serial pass redoes the whole product."""
+  _, out_n, _, K, nse, _, _ = g
+  P = _SPLIT_CHUNKS
+  row = _entry(mode, g)[:2]
+  return [
+      f"static int64_t {name}_row(const {name}_ctx *c, int64_t n) {{",
+      *row,
+      "  return ro;",
+      "}",
+      f"typedef struct {{ const {name}_ctx *c; int64_t a[{P + 1}], r[{P + 1}]; int bad; }} "
+      f"{name}_sctx;",
+      f"static void {name}_chunk(void *vs, int64_t t0, int64_t t1) {{",
+      f"  {name}_sctx *s = ({name}_sctx *)vs;",
+      f"  const {name}_ctx *c = s->c;",
+      *_locals(t, it),
+      f"  const int64_t lo = 0, hi = {out_n};",
+      "  for (int64_t q = t0; q < t1; q++) {",
+      "    const int64_t rlo = s->r[q], rhi = s->r[q + 1], e = s->a[q + 1];",
+      f"    memset(Y + rlo * {K}, 0, sizeof({t}) * (size_t)((rhi - rlo) * {K}));",
+      "    for (int64_t n = s->a[q]; n < e; n++) {",
+      *["  " + x for x in _entry(mode, g, "")],
+      "      if (ro < rlo || ro >= rhi) { __atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED); "
+      "return; }",
+      *_accumulate(t, K, "      "),
+      "    }",
+      "  }",
+      "}",
+      f"static void {name}_split({name}_ctx *c) {{",
+      f"  {name}_sctx s; s.c = c; s.bad = 0; s.a[0] = 0; s.r[0] = 0;",
+      f"  s.a[{P}] = {nse}; s.r[{P}] = {out_n};",
+      f"  for (int q = 1; q < {P}; q++) {{",
+      f"    int64_t a = (int64_t)q * {nse} / {P};",
+      "    if (a < s.a[q - 1]) a = s.a[q - 1];",
+      f"    while (a > 0 && a < {nse} && {name}_row(c, a) == {name}_row(c, a - 1)) a++;",
+      f"    int64_t r = a < {nse} ? {name}_row(c, a) : {out_n};",
+      f"    if (r < s.r[q - 1] || r > {out_n}) r = s.r[q - 1];",
+      "    s.a[q] = a; s.r[q] = r;",
+      "  }",
+      f"  if (pj_parallel_for) pj_parallel_for({name}_chunk, &s, {P}, 1);",
+      f"  else {name}_chunk(&s, 0, {P});",
+      f"  if (__atomic_load_n(&s.bad, __ATOMIC_RELAXED)) {name}_part(c, 0, {out_n});",
+      "}",
+  ]
+
+
 def _product_source(node, name):
   g = _product_geometry(node)
   mode, out_n, in_n, K, nse, idt, extra = g
@@ -162,22 +314,19 @@ def _product_source(node, name):
   # parallel, each row's output staying in cache; one right-hand side: one pass in
   # storage order (the vectors fit in cache, a sort would cost more than it saves)
   sorted_rows = K * nse >= _PARALLEL_MIN and K >= 4 and out_n > 1
-  nb = 2 if mode == "bcoo" else 3
+  nb = 2 if mode == "bcoo" else 3   # P[0..nb-1]: data and index buffers
   C = [f"/* native sparse product: {node.prim} ({mode}, {out_n}x{in_n}, K={K}, nse={nse}) */",
        _HELPERS,
        f"typedef struct {{ const {t} *D; const {it} *I1; const {it} *I2; const int64_t *rows; "
        f"const {t} *B; {t} *Y; }} {name}_ctx;",
        f"static void {name}_part(void *vc, int64_t lo, int64_t hi) {{",
        f"  const {name}_ctx *c = (const {name}_ctx *)vc;",
-       f"  const {t} *restrict D = c->D; const {t} *restrict B = c->B; {t} *restrict Y = c->Y;",
+       *_locals(t, it),
        f"  memset(Y + lo * {K}, 0, sizeof({t}) * (size_t)((hi - lo) * {K}));",
        f"  for (int64_t n = 0; n < {nse}; n++) {{"]
-  C += _entry(mode, g)
-  C += [f"    {t} *restrict y = Y + ro * {K}; const {t} d = D[n];",
-        f"    const {t} *restrict b = B + ci * {K};",
-        f"    for (int64_t k = 0; k < {K}; k++) y[k] += d * b[k];",
-        "  }",
-        "}",
+  C += _entry(mode, g, "")
+  C += _accumulate(t, K, "    ")
+  C += ["  }", "}",
         f"typedef struct {{ const int64_t *start; const {t} *sd; const int64_t *sc; "
         f"const {t} *B; {t} *Y; }} {name}_rctx;",
         # local restrict copies of the context's pointers and a row accumulator on the
@@ -202,23 +351,35 @@ def _product_source(node, name):
         f"  {name}_ctx c = {{(const {t} *)P[0], (const {it} *)P[1], "
         f"{'NULL' if mode == 'bcoo' else f'(const {it} *)P[2]'}, NULL, (const {t} *)P[{nb}], "
         f"({t} *)P[{nb + 1}]}};"]
-  if mode == "csr":   # rows from indptr (I2) by JAX's rule: running count of hits, minus 1
+  if mode in ("csr", "bcsr") and not extra:
+    at = next(i for i, x in enumerate(C) if x.startswith(f"static void {name}(void"))
+    C[at:at] = _pointer_rows(name, mode, g, t, it)
+    C += _regular_pointers(name, g)
+  if mode in ("csr", "bcsr"):
+    # rows from indptr (I2) by JAX's rule: running count of hits, minus 1 (a pointer
+    # still negative after wrapping: CSR drops it, BCSR counts it at 0 as the NumPy tier)
     n_ptr = (in_n if extra else out_n) + 1
+    keep = (f"if (v < 0) v = 0; if (v < {nse}) rows[v]++;" if mode == "bcsr"
+            else f"if (v >= 0 && v < {nse}) rows[v]++;")
     C += [f"  int64_t *rows = (int64_t *)pj_scratch(sizeof(int64_t) * {nse});",
           "  if (!rows) return;",
           f"  memset(rows, 0, sizeof(int64_t) * {nse});",
           f"  for (int64_t j = 0; j < {n_ptr}; j++) {{",
           f"    int64_t v = (int64_t)c.I2[j]; if (v < 0) v += {nse};",
-          f"    if (v >= 0 && v < {nse}) rows[v]++;",
+          f"    {keep}",
           "  }",
           f"  {{ int64_t s = 0; for (int64_t n = 0; n < {nse}; n++) {{ s += rows[n]; "
           "rows[n] = s - 1; } }",
           "  c.rows = rows;"]
   if sorted_rows:
     C += _sorted_rows(name, mode, g, t)
+  elif _row_split(node, g):
+    at = next(i for i, x in enumerate(C) if x.startswith(f"static void {name}(void"))
+    C[at:at] = _split_rows(name, mode, g, t, it)
+    C += [f"  {name}_split(&c);"]
   else:
     C.append(f"  {name}_part(&c, 0, {out_n});")
-  if mode == "csr":
+  if mode in ("csr", "bcsr"):
     C.append("  pj_unscratch(rows);")
   C.append("}")
   return "\n".join(C) + "\n"
@@ -300,6 +461,7 @@ def _sampled_source(node, name):
   return "\n".join(C) + "\n"
 
 
-for _p in ("bcoo_dot_general", "coo_matvec", "coo_matmat", "csr_matvec", "csr_matmat"):
+for _p in ("bcoo_dot_general", "bcsr_dot_general", "coo_matvec", "coo_matmat", "csr_matvec",
+           "csr_matmat"):
   opaque.register(_p, _product_supported, _product_source, _product_work)
 opaque.register("bcoo_dot_general_sampled", _sampled_supported, _sampled_source, _sampled_work)
