@@ -104,6 +104,18 @@ def main(out, single):
   res["ppermute_partial"] = glob(smap(lambda x: lax.ppermute(
       x, "x", [(0, ndev - 1), (ndev - 1, 1), (2, 0)]))(b))
   res["all_to_all_big"] = glob(smap(lambda x: lax.all_to_all(x, "x", 1, 1, tiled=True))(b))
+  # a main thread blocked inside a (GIL-releasing) mpi4py call while this process's
+  # device threads still run a collective across processes: process 1 reads its part
+  # of the psum (which needs process 0's device threads) before process 0's main
+  # thread may leave its blocking receive
+  y = smap(lambda x: lax.psum(x - 1, "x"))(b)
+  if not single:
+    from mpi4py import MPI
+    if pid == 0:
+      MPI.COMM_WORLD.recv(source=1, tag=77)
+    elif pid == 1:
+      MPI.COMM_WORLD.send(np.asarray(y.addressable_shards[0].data).sum(), dest=0, tag=77)
+  res["psum_main_thread_in_mpi"] = glob(y)
   # a 2-d mesh: "d" meets inside each process, "p" across processes
   a2 = jax.make_array_from_callback(data.shape, NamedSharding(mesh2, P(("p", "d"))),
                                     lambda idx: data[idx])

@@ -80,6 +80,7 @@ class MPITransport(_coll.Transport):
     self._poller = False          # whether a waiting thread is polling MPI
     self._runs = itertools.count()
     self._host_seq = itertools.count()
+    self._events = 0              # messages taken, receives and sends completed
     self._expect = {}             # (key, source process) -> {rank: where its bytes land}
     self._scratch = {}            # nbytes -> free receive buffers (reduce-scatter parts)
     self._scratch_bytes = 0
@@ -122,6 +123,7 @@ class MPITransport(_coll.Transport):
           break
         src = status.Get_source()
         obj = msg.recv()
+        self._events += 1
         if tag == _TAG_ABORT:
           run_id, text = obj
           self._aborted.setdefault(run_id, f"process {src} failed: {text}")
@@ -150,18 +152,24 @@ class MPITransport(_coll.Transport):
       for k, values, reqs in self._incoming:
         if MPI.Request.Testall(reqs):
           self._mail[k] = values
+          self._events += 1
           self._cond.notify_all()
         else:
           still.append((k, values, reqs))
       self._incoming = still
     if self._sends:
+      n = len(self._sends)
       self._sends = [(r, a) for r, a in self._sends if not r.Test()]
+      if len(self._sends) != n:
+        self._events += 1
 
   def _wait(self, ready, deadline, on_deadline, run_id=None, describe=None):
     """Poll messages until ``ready()`` (under the lock), the run is aborted or the
     deadline passes (``on_deadline()`` raises).  One waiting thread at a time polls MPI
     (the others sleep until it takes a message or leaves), so waiting threads do not take
-    the interpreter from the device programs still computing."""
+    the interpreter from the device programs still computing.  The poller spins while a
+    receive is in flight or for _SPIN_SECONDS after the last message or completion, then
+    sleeps between polls (50 us doubling to 1 ms)."""
     pause = 0.0
     spin_until = time.monotonic() + _SPIN_SECONDS
     polling = False
@@ -170,7 +178,11 @@ class MPITransport(_coll.Transport):
         if not self._poller:
           self._poller = polling = True
         if polling:
+          seen = self._events
           self._progress()
+          if self._events != seen:
+            spin_until = time.monotonic() + _SPIN_SECONDS
+            pause = 0.0
         if run_id is not None:   # an aborted run fails even where its data came in
           self._check_abort(run_id, describe)
         if ready():
@@ -180,9 +192,11 @@ class MPITransport(_coll.Transport):
           on_deadline()
         if not polling:
           self._cond.wait(min(5e-3, max(deadline - now, 0)))
-        elif self._incoming or self._sends or now < spin_until:
-          # data in flight moves only while MPI is called (no progress thread), and the
-          # other processes usually come soon: keep polling; later, back off
+        elif self._incoming or now < spin_until:
+          # data coming in moves only while MPI is called (no progress thread), and the
+          # other processes usually come soon after the last message: keep polling.
+          # Sends waiting for a late receiver do not count: spinning for them would take
+          # the CPU from that receiver when processes outnumber cores; back off instead
           self._cond.wait(0)
         else:
           self._cond.wait(pause)
