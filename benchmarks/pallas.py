@@ -1,11 +1,15 @@
 """Pallas on CPU: pyjax's compiled Pallas kernels vs the same math as jitted jnp (pyjax),
 and vs JAX's interpret mode (the only way JAX runs Pallas on CPU).
 
-    python benchmarks/pallas.py [--quick]
+    python benchmarks/pallas.py [--reps 7] [--interp-reps 2]
 
 Kernels: blocked matmul (1024^2, 128x128 blocks), row softmax (4096x1024, 8-row blocks),
-flash attention forward (seq 1024, head 64, 128-row query blocks).  JAX's interpret mode
-is timed on the same sizes unless --quick (smaller sizes, printed).
+flash attention forward (seq 1024, head 64, 128-row query blocks).  Four programs per
+kernel, timed in rotation in the same process: pyjax's compiled Pallas kernel, the same
+math as pyjax-jitted jnp, the same math as JAX-jitted jnp (XLA), and JAX's interpret mode
+(an XLA-compiled loop over the grid).  ``k`` (interpret / jitted jnp, both JAX) decides
+whether "50x faster than JAX's interpret mode" is reachable: it needs pyjax's kernel to
+take at most ``k / 50`` of XLA's jnp time (column ``need``; ``P/Xj`` is what it takes).
 """
 import argparse
 import functools
@@ -14,15 +18,19 @@ import time
 import numpy as np
 
 
-def _time(f, *args, reps=3):
-  out = f(*args)
-  np.asarray(out)
-  best = float("inf")
-  for _ in range(reps):
-    t = time.perf_counter()
+def _median_times(fns, reps):
+  """Median seconds of each ``(f, args, reps_f)`` in ``fns``, timed in rotation (one call of
+  each per round, so load changes hit all of them alike) after one warm-up call each."""
+  for f, args, _ in fns:
     np.asarray(f(*args))
-    best = min(best, time.perf_counter() - t)
-  return best
+  times = [[] for _ in fns]
+  for r in range(reps):
+    for k, (f, args, reps_f) in enumerate(fns):
+      if r < reps_f:
+        t = time.perf_counter()
+        np.asarray(f(*args))
+        times[k].append(time.perf_counter() - t)
+  return [float(np.median(t)) for t in times]
 
 
 def matmul(pl, jnp, jx, n, bs):
@@ -92,7 +100,9 @@ def flash(pl, jnp, jx, lax, seq, d, bq=128, bk=128):
 
 def main():
   ap = argparse.ArgumentParser()
-  ap.add_argument("--quick", action="store_true", help="smaller sizes for JAX's interpret mode")
+  ap.add_argument("--reps", type=int, default=7, help="timed rounds (medians)")
+  ap.add_argument("--interp-reps", type=int, default=2,
+                  help="timed calls of JAX's interpret mode (slow) within those rounds")
   a = ap.parse_args()
   import pyjax
   import pyjax.numpy as pjnp
@@ -114,21 +124,29 @@ def main():
     from jax.experimental import pallas as jpl
   except ImportError:
     jax = None
-  print(f"{'kernel':36s} {'pyjax pallas':>13s} {'pyjax jnp jit':>14s} {'ratio':>6s} "
-        f"{'JAX interpret':>14s} {'speedup':>8s}")
+  ap_reps = a.reps
+  print("columns: pyjax compiled Pallas (P), pyjax jitted jnp (Pj), JAX jitted jnp (Xj), JAX "
+        "interpret mode (Xi), medians of the same rounds; k = Xi / Xj; 50x over Xi needs "
+        "P <= Xj * k / 50")
+  print(f"{'kernel':34s} {'P':>9s} {'Pj':>9s} {'P/Pj':>5s} {'Xj':>9s} {'Xi':>10s} "
+        f"{'Xi/P':>7s} {'k':>6s} {'P/Xj':>5s} {'need':>6s}")
   for name, make, data in cases:
     args = data()
     f, ref = make(ppl, pjnp, pyjax, plax)
     xs = [pjnp.asarray(x) for x in args]
-    t_pl = _time(pyjax.jit(functools.partial(f, interpret=False)).lower(*xs).compile(), *xs)
-    t_jnp = _time(pyjax.jit(ref).lower(*xs).compile(), *xs)
-    t_j = float("nan")
+    fns = [(pyjax.jit(functools.partial(f, interpret=False)).lower(*xs).compile(), xs, ap_reps),
+           (pyjax.jit(ref).lower(*xs).compile(), xs, ap_reps)]
     if jax is not None:
-      fj, _ = make(jpl, jjnp, jax, jlax)
+      fj, refj = make(jpl, jjnp, jax, jlax)
       jargs = [jjnp.asarray(x) for x in args]
-      t_j = _time(jax.jit(functools.partial(fj, interpret=True)), *jargs, reps=1)
-    print(f"{name:36s} {t_pl * 1e3:11.2f}ms {t_jnp * 1e3:12.2f}ms {t_pl / t_jnp:6.2f} "
-          f"{t_j * 1e3:12.1f}ms {t_j / t_pl:7.1f}x", flush=True)
+      fns += [(jax.jit(refj), jargs, ap_reps),
+              (jax.jit(functools.partial(fj, interpret=True)), jargs, a.interp_reps)]
+    ts = _median_times(fns, ap_reps) + [float("nan")] * 2
+    t_pl, t_jnp, t_xj, t_xi = ts[:4]
+    k = t_xi / t_xj
+    print(f"{name:34s} {t_pl * 1e3:7.2f}ms {t_jnp * 1e3:7.2f}ms {t_pl / t_jnp:5.2f} "
+          f"{t_xj * 1e3:7.2f}ms {t_xi * 1e3:8.1f}ms {t_xi / t_pl:6.1f}x {k:6.1f} "
+          f"{t_pl / t_xj:5.2f} {k / 50:6.3f}", flush=True)
 
 
 if __name__ == "__main__":

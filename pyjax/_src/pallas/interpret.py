@@ -186,6 +186,27 @@ def _index_sources(index_map, n_grid):
   return [src(v, env) for v in jx.outvars]
 
 
+def _block_sources(bm, shape, grid):
+  """Per dimension of a (padded) operand of ``shape``: ("axis", a) when its block index is
+  grid index ``a`` and the grid has one point per block, ("const", 0) for a dimension of
+  one block; None when a dimension is neither (or not ``Blocked`` / ``Squeezed``)."""
+  srcs = _index_sources(bm.index_map, len(grid))
+  if srcs is None:
+    return None
+  for s, b, n in zip(srcs, bm.block_shape, shape):
+    if s is None or not isinstance(b, (plc.Blocked, plc.Squeezed)):
+      return None
+    size = plc.dim_size(b)
+    nblk = n // size if size else 0
+    if nblk * size != n:
+      return None
+    if s[0] == "const" and (s[1] != 0 or nblk != 1):
+      return None
+    if s[0] == "axis" and grid[s[1]] != nblk:
+      return None
+  return srcs
+
+
 def _blocked_plan(gm, padded_outs):
   """When every output block is written at exactly one point of the grid's leading axes
   ``U`` (each block dimension indexed by its own grid axis, or constant over a dimension
@@ -196,19 +217,9 @@ def _blocked_plan(gm, padded_outs):
   grid = gm.grid
   used, dims_all = None, []
   for bm, x in zip(gm.block_mappings_output, padded_outs):
-    srcs = _index_sources(bm.index_map, len(grid))
-    if srcs is None:
+    dims = _block_sources(bm, x.shape, grid)
+    if dims is None:
       return None
-    dims = []
-    for s, b, n in zip(srcs, bm.block_shape, x.shape):
-      if s is None or not isinstance(b, (plc.Blocked, plc.Squeezed)):
-        return None
-      nblk = n // plc.dim_size(b)
-      if s[0] == "const" and (s[1] != 0 or nblk != 1):
-        return None
-      if s[0] == "axis" and grid[s[1]] != nblk:
-        return None
-      dims.append(s)
     axes = [s[1] for s in dims if s[0] == "axis"]
     if len(set(axes)) != len(axes) or (used is not None and used != set(axes)):
       return None
@@ -221,6 +232,44 @@ def _blocked_plan(gm, padded_outs):
   return dims_all, U, R
 
 
+def _input_layout(bm, x, U, grid):
+  """How a read-only input's blocks reach the kernel in ``_run_blocked`` without a copy
+  per grid point: ``("whole", None)`` when the block is the whole (padded) operand;
+  ``("blocked", axes)`` when along each dimension its block index is an axis of ``U``
+  (``axes``: those, in ``U``'s order) or constant over a dimension of one block -- the
+  operand is then laid out once as (block index along each of ``axes``..., block) (a
+  reshape, or a transpose when the blocks are not contiguous: one copy in all) and the
+  nested scans over ``U`` slice it at pointer offsets; None otherwise (the block is
+  sliced with ``dynamic_slice`` at each grid point: a copy)."""
+  srcs = _block_sources(bm, x.shape, grid)
+  if srcs is None:
+    return None
+  axes = [s[1] for s in srcs if s[0] == "axis"]
+  if any(a not in U for a in axes) or len(set(axes)) != len(axes):
+    return None
+  if not axes:
+    return "whole", None
+  return "blocked", sorted(axes, key=U.index)
+
+
+def _blocked_operand(x, bm, axes, U):
+  """``x`` laid out as (block index along each of ``axes``, in ``U``'s order, block)."""
+  import pyjax.lax as lax
+  srcs = _index_sources(bm.index_map, len(bm.index_map.jaxpr.invars))
+  full = bm.full_block_shape
+  split = []
+  for n, b in zip(x.shape, full):
+    split += [n // b if b else 0, b]
+  y = lax.reshape(x, tuple(split))
+  dim_of = {s[1]: d for d, s in enumerate(srcs) if s[0] == "axis"}
+  perm = ([2 * dim_of[a] for a in axes] + [2 * d + 1 for d in range(len(full))]
+          + [2 * d for d, s in enumerate(srcs) if s[0] == "const"])
+  moved = [a for a in perm if split[a] != 1]
+  if moved != sorted(moved):
+    y = lax.transpose(y, perm)
+  return lax.reshape(y, tuple(split[2 * dim_of[a]] for a in axes) + full)
+
+
 def _decompose(t, axes, grid, out):
   for a in reversed(axes):
     out[a] = t % grid[a] if len(axes) > 1 else t
@@ -228,23 +277,33 @@ def _decompose(t, axes, grid, out):
 
 
 def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
-  """The grid program as a scan over the output-writing axes (see ``_blocked_plan``):
-  the same kernel evaluations in the same order, on the same values."""
+  """The grid program as nested scans over the output-writing axes ``U`` (one per axis,
+  see ``_blocked_plan``), their per-iteration outputs the output blocks (written in
+  place by the compiled scan), read-only inputs reached without a copy per grid point
+  where ``_input_layout`` allows: the same kernel evaluations in the same order, on the
+  same values."""
   import pyjax.lax as lax
   import pyjax.numpy as jnp
   dims_all, U, R = plan
   grid = gm.grid
   n_in = gm.num_inputs
   outs_bm = gm.block_mappings_output
-  n_outer = functools.reduce(operator.mul, [grid[a] for a in U], 1)
   n_inner = functools.reduce(operator.mul, [grid[a] for a in R], 1)
 
-  def point(loop_idx, blocks, scratch):
+  # inputs whose blocks need no copy per grid point (see _input_layout)
+  layouts = [_input_layout(bm, x, U, grid) for x, bm in zip(ins, gm.block_mappings[:n_in])]
+  laid = {k: _blocked_operand(ins[k], gm.block_mappings[k], lay[1], U)
+          for k, lay in enumerate(layouts) if lay and lay[0] == "blocked"}
+
+  def point(loop_idx, blocks, scratch, given):
     loop_idx = [lax.convert_element_type(i, jnp.int32) for i in loop_idx]   # (x64 loops)
     views = []
-    for x, bm in zip(ins, gm.block_mappings[:n_in]):
-      st = [jnp.asarray(s, jnp.int32) for s in _start_indices(bm, loop_idx, scalars)]
-      v = lax.dynamic_slice(x, st, bm.full_block_shape)
+    for k, (x, bm) in enumerate(zip(ins, gm.block_mappings[:n_in])):
+      if k in given:
+        v = given[k]
+      else:
+        st = [jnp.asarray(s, jnp.int32) for s in _start_indices(bm, loop_idx, scalars)]
+        v = lax.dynamic_slice(x, st, bm.full_block_shape)
       sq = _squeezed_dims(bm)
       views.append(lax.squeeze(v, sq) if sq else v)
     ids = [loop_idx[d] for d in kernel_dims]
@@ -252,9 +311,9 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
                           *scratch)
     return list(res[n_in:n_in + len(blocks)]), list(res[n_in + len(blocks):])
 
-  def outer(scratch, t):
-    loop_idx = [None] * len(grid)
-    _decompose(t, U, grid, loop_idx)
+  def at_point(loop_idx, given, scratch):
+    """The output blocks of the grid point ``loop_idx`` (its ``U`` part): one kernel
+    evaluation, or the inner loop over ``R`` revisiting them."""
     blocks = []
     for k, bm in enumerate(outs_bm):
       if k in aliased:
@@ -266,18 +325,38 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
       else:
         blocks.append(plc.uninitialized_value(bm.ref_shape, bm.array_aval.dtype))
     if not R:
-      blocks, scratch = point(loop_idx, blocks, list(scratch))
+      blocks, scratch = point(loop_idx, blocks, list(scratch), given)
       return scratch, blocks
 
     def inner(r, c):
       idx = list(loop_idx)
       _decompose(r, R, grid, idx)
-      return point(idx, *c)
+      return point(idx, *c, given)
     blocks, scratch = lax.fori_loop(jnp.int32(0), jnp.int32(n_inner), inner,
                                     (blocks, list(scratch)))
     return scratch, blocks
 
-  _, ys = lax.scan(outer, list(scratch0), jnp.arange(n_outer, dtype=jnp.int32))
+  def level(l, loop_idx, arrs, scratch):
+    """Scans over ``U[l:]`` (row-major: the grid's order), each slicing the laid-out
+    operands indexed by its axis; the stacked output blocks."""
+    if l == len(U):
+      given = {k: ins[k] if lay[0] == "whole" else arrs[k]
+               for k, lay in enumerate(layouts) if lay}
+      return at_point(loop_idx, given, scratch)
+    a = U[l]
+    keys = [k for k in arrs if a in layouts[k][1]]
+
+    def body(sc, t_xs):
+      t, xs = t_xs
+      idx = list(loop_idx)
+      idx[a] = t
+      sub = dict(arrs)
+      sub.update(zip(keys, xs))
+      return level(l + 1, idx, sub, list(sc))
+    return lax.scan(body, list(scratch),
+                    (jnp.arange(grid[a], dtype=jnp.int32), [arrs[k] for k in keys]))
+
+  _, ys = level(0, [None] * len(grid), laid, list(scratch0))
   finals = []
   for y, bm, dims in zip(ys, outs_bm, dims_all):
     full = bm.full_block_shape
