@@ -39,6 +39,16 @@ def sync_small(monkeypatch):
   executable.set_compile_mode(prev)
 
 
+@pytest.fixture
+def numpy_impls(monkeypatch):
+  """The NumPy functions of the transcendental primitives back in the eager table, as
+  without a C compiler or with ``PYJAX_TIER_NATIVE=0`` (``eager/kernel_calls.py``): the
+  threads route serves them."""
+  for name, fn in list(impls.items()):
+    if getattr(fn, "_pyjax_kernel_impl", False):
+      monkeypatch.setitem(impls, name, fn.__wrapped__)
+
+
 def data(dt, n, seed=0):
   """``n`` values of ``dt`` with the special ones (NaN, infinities, signed zeros,
   subnormals, integer extremes) at the front."""
@@ -301,7 +311,7 @@ def test_reductions(dt, sync_small):
 
 # --- transcendental functions: NumPy's own loops on threads -----------------------------------
 @pytest.mark.parametrize("dt", FLOATS, ids=str)
-def test_threaded_transcendentals(dt, monkeypatch):
+def test_threaded_transcendentals(dt, monkeypatch, numpy_impls):
   monkeypatch.setattr(en, "MIN_ELEMENTS", 0)
   monkeypatch.setattr(en, "THREAD_MIN_ELEMENTS", 0)
   if en._get_pool().n < 2:
@@ -317,7 +327,7 @@ def test_threaded_transcendentals(dt, monkeypatch):
   check("exp", [np.broadcast_to(x[:7], (301, 7))], dt, expect="threads")
 
 
-def test_threaded_one_row_falls_back(monkeypatch):
+def test_threaded_one_row_falls_back(monkeypatch, numpy_impls):
   monkeypatch.setattr(en, "MIN_ELEMENTS", 0)
   monkeypatch.setattr(en, "THREAD_MIN_ELEMENTS", 0)
   x = data(F32, 1, 1)
@@ -383,7 +393,7 @@ def test_off_mode_and_disabled(monkeypatch):
     executable.set_compile_mode(prev)
 
 
-def test_no_compiler(monkeypatch):
+def test_no_compiler(monkeypatch, numpy_impls):
   prev = executable.set_compile_mode("sync")
   monkeypatch.setenv("PYJAX_CC", "/nonexistent/cc")
   build.reset_toolchain()

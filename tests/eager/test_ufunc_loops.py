@@ -46,7 +46,12 @@ def test_layout_checks():
 
 
 @needs_cc
-def test_eager_exp_route(sync):
+def test_eager_exp_route(sync, monkeypatch):
+  """With NumPy's exp as the eager implementation (``PYJAX_TIER_NATIVE=0``; by default
+  the compiler's kernel serves it, ``eager/kernel_calls.py``), a large exp runs NumPy's
+  loop on the pool."""
+  from pyjax._src.backends.cpu.eager.registry import impls
+  monkeypatch.setitem(impls, "exp", getattr(impls["exp"], "__wrapped__", impls["exp"]))
   x = _x(np.float32, en.THREAD_MIN_ELEMENTS + 3)
   before = en.stats["threads"]
   got = np.asarray(jnp.exp(jnp.asarray(x)))

@@ -921,3 +921,10 @@ def _lt_to(x, y):
 @register("le_to")
 def _le_to(x, y):
   return _total_order_key(x) <= _total_order_key(y)
+
+
+# the transcendental functions above run the compiler's kernels eagerly when a C compiler
+# exists (the bits of jit's tiers; ``eager/kernel_calls.py``)
+from pyjax._src.backends.cpu.eager import kernel_calls as _kernel_calls  # noqa: E402
+
+_kernel_calls.install()

@@ -26,14 +26,15 @@ faster routes, each bit for bit equal to that implementation:
   runs one short loop per row) and full float sums: one library per (primitive, dtype),
   the order of float sums being the one ``eager_reductions.sum_layout`` defines for the
   NumPy implementation (columns folded row after row; full sums in levels of 32 slices).
-- **Threads** for transcendental functions (``exp``, ``expm1``, ``tanh``, ``log``, ...):
-  the compiler's vector math is not NumPy's libm (they differ in the last ulp; jit's NumPy
-  tier uses the compiler's, ``numpy_tier/native.py``, eager ops keep NumPy's), so the NumPy
-  implementation itself runs on row blocks of the operands on
+- **Threads** for transcendental functions (``exp``, ``expm1``, ``tanh``, ``log``, ...)
+  where their eager implementation is NumPy's: without a C compiler or with
+  ``PYJAX_TIER_NATIVE=0`` (otherwise the compiler's kernels serve them at every size, the
+  bits of jit's tiers: ``eager/kernel_calls.py``, and ``run`` declines them).  The NumPy
+  implementation runs on row blocks of the operands on
   ``PYJAX_NUM_THREADS`` threads (NumPy releases the GIL inside its loops; bare float
   ufuncs write straight into the output).  After a stall (a worker not running: a loaded
   machine) the next calls run NumPy on the caller alone.  This needs no C compiler.  With
-  one, a bare float ufunc on a contiguous operand runs NumPy's own inner loop on chunks on
+  one (and ``PYJAX_TIER_NATIVE=0``), a bare float ufunc on a contiguous operand runs NumPy's own inner loop on chunks on
   the compiler's thread pool instead (``eager/ufunc_loops.py``: the same function, so the same
   bits; ~10% less CPU than Python threads, the GIL released once).
 
@@ -76,6 +77,9 @@ THREAD_MIN_ELEMENTS = _env_int("PYJAX_EAGER_THREADS_MIN", 1 << 18)   # NumPy on 
 # kernels run on the thread pool from this many elements (below: the calling thread; at
 # 100k the pool's spinning workers slowed the NumPy ops that follow on a loaded machine)
 PAR_MIN_ELEMENTS = 1 << 18
+# the transcendental functions' kernels (jit's NumPy tier, eager/kernel_calls.py) cost
+# several times more per element: the pool from this many
+INEXACT_PAR_MIN = 1 << 16
 GRAIN = 1 << 14            # elements per chunk of the thread pool, at least
 MIN_ROW = 8                # shorter inner rows (of several): no C kernel (per-row overhead)
 
@@ -276,11 +280,12 @@ def supported(name, params, in_dtypes, out_dtype):
   return lower_c.supports(_node(name, params, in_dtypes, out_dtype))
 
 
-def kernel_source(name, params, in_dtypes, out_dtype, classes):
+def kernel_source(name, params, in_dtypes, out_dtype, classes, par_min=PAR_MIN_ELEMENTS):
   """The C of the library for one (primitive, dtypes, layout class): the compiler's
   prelude, a range function over flat element indices and ``pj_ee_entry(n0, n1, P, S0,
   S1)`` (``P``: the operands' then the output's data pointers; ``S0``/``S1``: the
-  operands' outer/inner strides in elements; the output is C-contiguous)."""
+  operands' outer/inner strides in elements; the output is C-contiguous), on the thread
+  pool from ``par_min`` elements."""
   from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
   node = _node(name, params, in_dtypes, out_dtype)
   k = len(in_dtypes)
@@ -325,18 +330,19 @@ void pj_ee_entry(int64_t n0, int64_t n1, void **P, const int64_t *S0, const int6
   for (int i = 0; i < {k}; i++) {{ C.s0[i] = S0[i]; C.s1[i] = S1[i]; }}
   int64_t n = n0 * n1;
   if (n <= 0) return;
-  if (pj_parallel_for && n >= {PAR_MIN_ELEMENTS}) pj_parallel_for(pj_ee_range, &C, n, {GRAIN});
+  if (pj_parallel_for && n >= {par_min}) pj_parallel_for(pj_ee_range, &C, n, {GRAIN});
   else pj_ee_range(&C, 0, n);
 }}
 """
   return src
 
 
-def library_source(name, params, in_dtypes, out_dtype, classes, toolchain):
+def library_source(name, params, in_dtypes, out_dtype, classes, toolchain,
+                   par_min=PAR_MIN_ELEMENTS):
   from pyjax._src.backends.cpu.compiler import cmodule
   from pyjax._src.backends.cpu.compiler.kernels import elementwise as lower_c
   return "\n".join([lower_c.prelude(toolchain.float16, toolchain.mvec), cmodule._RUNTIME_DECL,
-                    kernel_source(name, params, in_dtypes, out_dtype, classes)])
+                    kernel_source(name, params, in_dtypes, out_dtype, classes, par_min)])
 
 
 def _load_library(source, entry, ftype):
@@ -367,10 +373,10 @@ def _load_library(source, entry, ftype):
     return _NONE
 
 
-def _load(key, name, params, in_dtypes, out_dtype, classes):
+def _load(key, name, params, in_dtypes, out_dtype, classes, par_min=PAR_MIN_ELEMENTS):
   """Build (or fetch from the caches) and load one kernel library; its entry or _NONE."""
   return _load_library(
-      lambda tc: library_source(name, params, in_dtypes, out_dtype, classes, tc),
+      lambda tc: library_source(name, params, in_dtypes, out_dtype, classes, tc, par_min),
       "pj_ee_entry", _ENTRY_T)
 
 
@@ -761,8 +767,8 @@ def _run_threads(name, bufs, params, out_dtype, shape):
   """The NumPy implementation on blocks of rows (of the first dimension longer than one
   block) on the pool's threads; None when there is one thread or too few rows."""
   impl = impls.get(name)
-  if impl is None:
-    return None
+  if impl is None or getattr(impl, "_pyjax_kernel_impl", False):
+    return None   # (the compiler's kernels serve it: eager/kernel_calls.py)
   if len(bufs) == 1 and shape:   # a bare float ufunc: NumPy's loop on the native pool
     from pyjax._src.backends.cpu.eager import ufunc_loops
     x = bufs[0]

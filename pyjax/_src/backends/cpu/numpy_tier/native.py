@@ -20,9 +20,11 @@ pairwise order, ~20x faster, which the native tier does not reproduce).  Float32
 The reductions and dots need no C compiler but only matter when one exists.
 
 Without a C compiler the NumPy implementation runs (the native tier does not exist then
-either).  Eager (un-jitted) operations keep NumPy's functions: eager and jitted results of
-a transcendental function may differ in the last ulps, as JAX's op-by-op and fused results
-do.  ``PYJAX_TIER_NATIVE=0`` turns this off (the tiers then differ in those ulps).
+either).  Eager (un-jitted) operations run the same kernels (``eager/kernel_calls.py``
+replaces the eager implementations of ``PRIMS``; ``impl`` passes those through), so an
+eager transcendental function gives the bits of the jitted one, at every size.
+``PYJAX_TIER_NATIVE=0`` turns this off (NumPy's functions everywhere: the tiers then
+differ in those ulps).
 """
 from __future__ import annotations
 
@@ -188,8 +190,8 @@ def impl(name, numpy_impl):
     return w
   if name in _tr.PRIMS:   # threefry2x32, fma: exact C kernels (numpy_tier/random.py)
     return _tr.impl(name, numpy_impl)
-  if name not in PRIMS:
-    return numpy_impl
+  if name not in PRIMS or getattr(numpy_impl, "_pyjax_kernel_impl", False):
+    return numpy_impl   # (the eager implementation runs these kernels: eager/kernel_calls.py)
   w = _wrappers.get((name, numpy_impl))
   if w is None:
     def w(*args, **params):
@@ -258,7 +260,7 @@ def _kernel(name, in_dtypes, out_dtype, classes):
         if any(d not in _en._C_DTYPES for d in in_dtypes) or not elementwise.supports(node):
           fn = _en._NONE
         else:
-          fn = _en._load(key, name, {}, in_dtypes, out_dtype, classes)
+          fn = _en._load(key, name, {}, in_dtypes, out_dtype, classes, _en.INEXACT_PAR_MIN)
         _kernels[key] = fn
   return None if fn is _en._NONE else fn
 
