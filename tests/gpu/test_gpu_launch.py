@@ -76,3 +76,91 @@ def test_kernels_on_the_gpu_match_cpu(name, device):
   _, closed, args, ref = t._lower(name)
   outs = [device.to_host(b) for b in launch.GpuProgram(closed, device, name)(*args)]
   t.assert_matches(outs, ref, t.PROGRAMS[name][3])
+
+
+# --- launch.py's bookkeeping on the CPU: a stand-in for CuPy whose kernels run emulated ---
+class _EmuArray(np.ndarray):
+  """A "device" buffer: host memory with CuPy's ``set``/``get``."""
+
+  def set(self, host, stream=None):
+    self[...] = host
+
+  def get(self, stream=None):
+    return np.array(self)
+
+
+class _Ctx:
+  def __init__(self, *a, **k):
+    self.non_blocking = k.get("non_blocking", False)
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+  def synchronize(self):
+    pass
+
+  @property
+  def is_non_blocking(self):
+    return self.non_blocking
+
+
+class _EmuModule:
+  """``cupy.RawModule``: the CUDA source compiled for the CPU (emulate.py), a kernel's
+  launch entry made from its arguments' dtypes at its first call."""
+
+  def __init__(self, code, options=(), backend="nvrtc"):
+    self.code, self.options = code, options
+
+  def get_function(self, name):
+    from pyjax._src.backends.gpu import emulate
+
+    def run(grid, block, args):
+      lib = emulate.build_source(emulate.shim(block[0]) + self.code + "\n"
+                                 + emulate.launcher(name, [a.dtype for a in args]))
+      ptrs = (emulate.ctypes.c_void_p * len(args))(*[a.ctypes.data for a in args])
+      rc = getattr(lib, f"pj_launch_{name}")(ptrs, emulate.ctypes.c_long(min(grid[0], 8)),
+                                             emulate.ctypes.c_int(block[0]))
+      assert rc == 0
+    return run
+
+
+@pytest.fixture
+def emulated_cupy(monkeypatch):
+  import contextlib
+  import sys
+  import types
+  from pyjax._src.backends.gpu import emulate
+  if emulate.compiler() is None:
+    pytest.skip("no C++ compiler")
+  import pyjax
+  pyjax.devices()   # the process's backends started before the stand-in exists
+  runtime = types.SimpleNamespace(
+      getDeviceProperties=lambda i: {"name": b"emulated", "major": 8, "minor": 0},
+      memGetInfo=lambda: (1 << 30, 1 << 30))
+  pool = types.SimpleNamespace(set_limit=lambda **k: None, malloc=lambda n: None)
+  mod = types.ModuleType("cupy")
+  mod.ndarray = _EmuArray
+  mod.empty = lambda shape, dtype: np.empty(shape, dtype).view(_EmuArray)
+  mod.RawModule = _EmuModule
+  mod.cuda = types.SimpleNamespace(Device=_Ctx, Stream=_Ctx, runtime=runtime,
+                                   MemoryPool=lambda: pool,
+                                   using_allocator=lambda f: contextlib.nullcontext())
+  monkeypatch.setitem(sys.modules, "cupy", mod)
+  return mod
+
+
+@pytest.mark.parametrize("name", ["softmax", "vec_offsets", "broadcast_slice_iota"])
+def test_gpu_program_bookkeeping_with_emulated_cupy(name, emulated_cupy):
+  """GpuProgram's buffers, constants, parameter order, launch configuration and output
+  shapes, with the kernels emulated on the CPU (what the GPU run adds is CuPy itself)."""
+  from pyjax._src.backends.gpu import launch
+  t = _programs()
+  _, closed, args, ref = t._lower(name)
+  dev = launch.GpuDevice(0, memory.MemorySettings(None, False, True))
+  assert dev.name == "emulated" and dev.arch == "80" and dev.stream.is_non_blocking
+  prog = launch.GpuProgram(closed, dev, name)
+  outs = [dev.to_host(b) for b in prog(*args)]
+  t.assert_matches(outs, ref, t.PROGRAMS[name][3])

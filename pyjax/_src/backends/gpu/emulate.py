@@ -125,16 +125,32 @@ def _launcher(k):
 
 def source(ks, block=codegen_cuda.BLOCK):
   """The C++ translation unit running kernels ``ks`` on the CPU."""
-  return (_SHIM + f"#define PJ_BLOCK {block}\n" + codegen_cuda.module_source(ks) + "\n"
+  return (shim(block) + codegen_cuda.module_source(ks) + "\n"
           + "".join(_launcher(k) for k in ks))
+
+
+def shim(block=codegen_cuda.BLOCK):
+  """The C++ text put before a CUDA module to compile it for the CPU."""
+  return _SHIM + f"#define PJ_BLOCK {block}\n"
 
 
 def build(ks, block=codegen_cuda.BLOCK):
   """Compile kernels ``ks`` for the CPU; the loaded ``ctypes.CDLL``."""
+  return build_source(source(ks, block))
+
+
+def launcher(name, dtypes):
+  """The launch entry of kernel ``name`` whose pointer parameters hold ``dtypes``, for a
+  module whose CudaKernels are not at hand (every pointer passed as writable)."""
+  v = [(type("P", (), {"dtype": np.dtype(d)})(), True) for d in dtypes]
+  return _launcher(codegen_cuda.CudaKernel(name, "", tuple(v), "map", 1, 1))
+
+
+def build_source(src):
+  """Compile the C++ translation unit ``src`` (``source``'s shape); the loaded CDLL."""
   cxx = compiler()
   if cxx is None:
     raise RuntimeError("no C++ compiler")
-  src = source(ks, block)
   d = tempfile.mkdtemp(prefix="pyjax_cuda_emu_")
   tag = hashlib.sha256(src.encode()).hexdigest()[:16]
   cpp, so = os.path.join(d, f"{tag}.cpp"), os.path.join(d, f"{tag}.so")

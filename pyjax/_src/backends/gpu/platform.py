@@ -26,7 +26,10 @@ PRIORITY = 100
 
 def cupy_installed():
   """Whether the ``cupy`` package can be imported (found on the path; not imported)."""
-  return importlib.util.find_spec("cupy") is not None
+  try:
+    return importlib.util.find_spec("cupy") is not None
+  except ValueError:   # a module object without a spec put in sys.modules
+    return True
 
 
 def device_count():
