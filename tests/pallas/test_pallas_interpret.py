@@ -671,6 +671,35 @@ def _views(pl, jnp, lax, jx):
   return f
 
 
+def _scoped(pl, jnp, lax, jx):
+  from jax.experimental.pallas import tpu as jtpu
+  from pyjax.experimental.pallas import tpu as ptpu
+  tpu = ptpu if pl is ppl else jtpu
+
+  def kernel(x_ref, o_ref):
+    def body(s_ref, t_ref):
+      s_ref[...] = x_ref[...] * 2.0
+      t_ref[0] = 3
+      o_ref[...] = s_ref[...] + t_ref[0].astype(jnp.float32)
+    pl.run_scoped(body, tpu.VMEM(x_ref.shape, jnp.float32), tpu.SMEM((2,), jnp.int32))
+
+    def first(r):
+      r[...] = o_ref[...]
+      return r[0, 0] + 1.0
+    o_ref[0, 0] = pl.run_scoped(first, tpu.VMEM(x_ref.shape, jnp.float32))
+
+  def f(x, interpret):
+    return pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=interpret)(x)
+  return f
+
+
+def test_run_scoped_prints_and_runs_as_jax():
+  x = _rand((8, 16))
+  assert _jaxpr_text(_scoped, [x], PY) == _jaxpr_text(_scoped, [x], JX)
+  check(_scoped, x)
+
+
 def test_ref_views_and_indexers_print_and_run_as_jax():
   x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
   assert _jaxpr_text(_views, [x], PY) == _jaxpr_text(_views, [x], JX)

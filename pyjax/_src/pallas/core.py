@@ -361,6 +361,9 @@ def run_scoped(f, *types, collective_axes=(), **kw_types):
   interpret mode, and return its result.  ``collective_axes`` must be empty."""
   if collective_axes:
     raise NotImplementedError("run_scoped interpret rule does not support collective axes")
+  from pyjax._src.pallas import stateful
+  if stateful.active():   # the kernel's stateful trace: a run_scoped equation
+    return stateful.run_scoped(f, types, kw_types)
   from pyjax._src.state import primitives
   def new(t):
     a = _alloc_type_aval(t)

@@ -282,7 +282,8 @@ def _trace_kernel_stateful(body, gm, n_ids, spaces):
     body(_ProgramIds(n_ids), [stateful.KernelRef(x) for x in xs])
     return []
   try:
-    closed, tracer_consts = staging.trace_flat(flat, avals)
+    with stateful.Active():
+      closed, tracer_consts = staging.trace_flat(flat, avals)
     if tracer_consts:
       return None
     stateful.check_refs(closed.jaxpr)

@@ -17,10 +17,12 @@
    its traced parts as operands), so the discharged program is the one a direct trace
    with boxes gives: same operations, same bits.
 
-Kernels using what the stateful trace does not model (``ref.at[...]`` views, Triton
-``load``/``store``/atomics, ``run_scoped``, a ref passed to a primitive other than
-``cond``/``while``/``scan``/``get``/``swap``/``addupdate``) are traced with boxes directly
-and their jaxpr prints discharged (the difference is documented in ``docs/pallas.md``).
+``ref.at[idx]`` views add index transforms (``d[2:6,:][1,:]``); ``pl.run_scoped`` stages
+a ``run_scoped`` equation whose jaxpr has the refs it closes over as constvars.  Triton
+``load``/``store``/atomics read and write whole refs here.  A kernel passing a ref to a
+primitive other than ``cond``/``while``/``scan``/``run_scoped``/``get``/``swap``/
+``addupdate`` (or failing in this trace) is traced with boxes directly and its jaxpr
+prints discharged (``docs/pallas.md``).
 """
 from __future__ import annotations
 
@@ -388,6 +390,77 @@ def is_kernel_ref(x):
   return getattr(x, "_is_kernel_ref", False)
 
 
+# --- run_scoped ----------------------------------------------------------------------------------
+run_scoped_p = core.Primitive("run_scoped")
+run_scoped_p.multiple_results = True
+_active = [0]   # > 0 while a kernel is traced statefully (pallas_call._trace_kernel_stateful)
+
+
+class Active:
+  """Context manager: a kernel's stateful trace is in progress (``pl.run_scoped`` stages
+  a ``run_scoped`` equation instead of allocating boxes)."""
+
+  def __enter__(self):
+    _active[0] += 1
+
+  def __exit__(self, *exc):
+    _active[0] -= 1
+
+
+def active():
+  return _active[0] > 0
+
+
+def _run_scoped_abstract(*avals, jaxpr, collective_axes, ref_transforms):
+  return [v.aval for v in jaxpr.outvars], frozenset([_write_effect])
+
+
+run_scoped_p.def_effectful_abstract_eval(_run_scoped_abstract)
+run_scoped_p.def_impl(_no_impl("run_scoped"))
+
+
+def run_scoped(f, types, kw_types):
+  """``pl.run_scoped(f, *types, **kw_types)`` in a stateful trace: ``f`` traced with new
+  ref variables of those types (the refs it closes over become the jaxpr's constvars
+  and the equation's operands, as JAX prints it); returns ``f``'s result."""
+  from pyjax._src import tree_util
+  from pyjax._src.interpreters import staging
+  from pyjax._src.pallas import core as plc
+  keys = list(kw_types)
+  all_types = list(types) + [kw_types[k] for k in keys]
+  avals = [KernelRefType(plc._alloc_type_aval(t),
+                         "default" if getattr(t, "memory_space", None) is None
+                         else str(t.memory_space)) for t in all_types]
+  out_tree = []
+
+  def flat(*xs):
+    refs = [KernelRef(x) for x in xs]
+    out = f(*refs[:len(types)], **dict(zip(keys, refs[len(types):])))
+    leaves, tree = tree_util.tree_flatten(out)
+    out_tree.append(tree)
+    return leaves
+  closed, tracer_consts = staging.trace_flat(flat, avals)
+  if closed.consts:
+    raise NotStateful("run_scoped body with constants")
+  n = len(tracer_consts)
+  j = closed.jaxpr
+  jaxpr = core.Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns, j.effects, j.debug_info)
+  outs = run_scoped_p.bind(*tracer_consts, jaxpr=jaxpr, collective_axes=(),
+                           ref_transforms=((),) * n)
+  return tree_util.tree_unflatten(out_tree[0], outs)
+
+
+def _run_scoped_with_boxes(eqn, ins, ids):
+  """A ``run_scoped`` equation discharged: new boxes holding uninitialized values (as
+  ``pl.run_scoped`` allocates them when the kernel is traced with boxes)."""
+  from pyjax._src.pallas import core as plc
+  from pyjax._src.state import primitives
+  jaxpr = eqn.params["jaxpr"]
+  boxes = [primitives.new_ref(plc.uninitialized_value(v.aval.shape, v.aval.dtype))
+           for v in jaxpr.invars]
+  return eval_with_boxes(jaxpr, ins, ids, boxes)
+
+
 _REF_PRIMS = None
 
 
@@ -396,7 +469,8 @@ def check_refs(jaxpr):
   are checked too)."""
   global _REF_PRIMS
   if _REF_PRIMS is None:
-    _REF_PRIMS = {get_p.name, swap_p.name, addupdate_p.name, "cond", "while", "scan"}
+    _REF_PRIMS = {get_p.name, swap_p.name, addupdate_p.name, "cond", "while", "scan",
+                  run_scoped_p.name}
   for eqn in jaxpr.eqns:
     if any(isinstance(getattr(v, "aval", None), state_types.AbstractRef) for v in eqn.invars):
       if eqn.primitive.name not in _REF_PRIMS:
@@ -434,6 +508,8 @@ def eval_with_boxes(jaxpr, consts, ids, args):
       outs = []
     elif p is program_id_p:
       outs = [ids[eqn.params["axis"]]]
+    elif p is run_scoped_p:
+      outs = _run_scoped_with_boxes(eqn, ins, ids)
     elif any(_is_ref_var(v) for v in eqn.invars):
       outs = _control_flow_with_boxes(eqn, ins, ids)
     else:
