@@ -14,7 +14,9 @@ Layers:
   -- the one operation the collectives need.  ``ThreadTransport`` implements it for the
   devices of this process (a dictionary of meetings under one condition variable).  A
   multi-process transport (MPI) implements the same method, with ranks spread over
-  processes; nothing above it changes.
+  processes; nothing above it changes.  It may also offer ``reduce`` (fold in parts)
+  and ``route`` (pieces sent only where addressed: ``ppermute``, ``all_to_all``);
+  ``DeviceContext`` uses them when present and ``exchange`` otherwise.
 * ``DeviceContext``: what the program of one device knows -- the run it belongs to, the
   mesh axes, its coordinates, and how many collectives it has entered per group (the
   n-th collective of a device meets the n-th of the other members of its group).  It is
