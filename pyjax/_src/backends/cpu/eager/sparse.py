@@ -17,6 +17,7 @@ SciPy's COO (one right-hand side) or CSR (several) kernels.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -409,6 +410,42 @@ def bcoo_dot_general_sampled(a, b, indices, *, dimension_numbers):
   return out.reshape(bshape + (nse,) + tuple(out_shape[k:]))
 
 
+def _pair_indices(out, ur, uc, lfs, rfs):
+  """Write into ``out[n, n_out_sparse]`` the first ``n`` (lhs free index, rhs free index)
+  pairs of ``ur x uc`` (linear indices) in row-major order -- without temporaries the
+  size of ``out``: a matrix product's int32 pairs are written as one 64-bit word each
+  (one pass), other layouts by broadcasting or per dimension."""
+  n, C = out.shape[0], uc.size
+  full, rem = divmod(n, C)
+  if len(lfs) == 1 and len(rfs) == 1:
+    if (out.dtype.itemsize == 4 and out.flags.c_contiguous and sys.byteorder == "little"):
+      words = out.view(np.uint64).reshape(n)
+      hi = uc.astype(np.uint64) << np.uint64(32)
+      lo = ur.astype(np.uint64)
+      np.bitwise_or(lo[:full, None], hi[None, :], out=words[:full * C].reshape(full, C))
+      if rem:
+        np.bitwise_or(lo[full], hi[:rem], out=words[full * C:])
+      return
+    grid = out[:full * C].reshape(full, C, 2)
+    grid[:, :, 0] = ur[:full, None]
+    grid[:, :, 1] = uc[None, :]
+    if rem:
+      out[full * C:, 0] = ur[full]
+      out[full * C:, 1] = uc[:rem]
+    return
+  cols = []
+  if lfs:
+    cols += list(np.unravel_index(ur, lfs))
+  if rfs:
+    cols += list(np.unravel_index(uc, rfs))
+  for j, c in enumerate(cols):
+    rep = c.astype(out.dtype)
+    if j < len(lfs):   # lhs free dims: each repeated once per rhs column
+      out[:, j] = np.repeat(rep, C)[:n]
+    else:
+      out[:, j] = np.tile(rep, ur.size)[:n]
+
+
 @register("bcoo_spdot_general")
 def bcoo_spdot_general(lhs_data, lhs_indices, rhs_data, rhs_indices, *, lhs_spinfo,
                        rhs_spinfo, dimension_numbers, preferred_element_type):
@@ -435,31 +472,21 @@ def bcoo_spdot_general(lhs_data, lhs_indices, rhs_data, rhs_indices, *, lhs_spin
                      shape=(math.prod(cs), math.prod(rfs)))
   ur, uc = np.unique(lrow), np.unique(rcol)
   n_out_sparse = len(lfree) + len(rfree)
-  out_nse = min(lhs_indices.shape[-2] * rhs_indices.shape[-2],
+  out_nse = min((lhs_indices.shape[-2] if len(ls) > len(lc) else 1)
+                * (rhs_indices.shape[-2] if len(rs) > len(rc) else 1),
                 math.prod(lfs) * math.prod(rfs))
   idx_dtype = lhs_indices.dtype
-  # the output is written in place (no dense block, no 64-bit index temporaries): memory
-  # is the output itself (JAX's layout: out_nse slots) plus the sparse product
+  # the output is written in place (no dense block, no index temporaries): memory is the
+  # output itself (JAX's layout: out_nse slots) plus the sparse product; ``data`` starts
+  # as calloc'ed zeros, so only the pages holding true products are touched
   indices = np.empty((out_nse, n_out_sparse), idx_dtype)
-  indices[...] = np.asarray(lfs + rfs, idx_dtype)
   data = np.zeros((out_nse,), out_dtype)
   n = min(ur.size * uc.size, out_nse)
+  indices[n:] = np.asarray(lfs + rfs, idx_dtype)      # JAX's padding: out of bounds
   if n:
-    prod = (a[ur] @ b[:, uc]).tocoo()
+    prod = (a[ur] @ b[:, uc]).tocoo()                  # the true products only (SpGEMM)
     pos = prod.row.astype(np.int64) * uc.size + prod.col
     keep = pos < out_nse
     data[pos[keep]] = prod.data[keep]
-    cols = []
-    if lfs:
-      cols += list(np.unravel_index(ur, lfs))
-    if rfs:
-      cols += list(np.unravel_index(uc, rfs))
-    j = 0
-    for k, c in enumerate(cols):
-      rep = c.astype(idx_dtype)
-      if k < len(lfs):   # lhs free dims: each repeated once per rhs column
-        indices[:n, j] = np.repeat(rep, uc.size)[:n]
-      else:
-        indices[:n, j] = np.tile(rep, ur.size)[:n]
-      j += 1
+    _pair_indices(indices[:n], ur, uc, lfs, rfs)
   return [data, indices]
