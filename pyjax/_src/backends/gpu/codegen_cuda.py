@@ -406,7 +406,8 @@ def _check_group(fu, g):
 class CudaProgram(NamedTuple):
   """A lowered program: the compiler's ``program`` (``ir.Program``), its fusion ``fu``
   and ``steps``: (group, CudaKernel or None) in execution order (None: a dot or host
-  group, which the GPU backend runs with cuBLAS or CuPy, not an emitted kernel)."""
+  group, which the GPU backend runs with cuBLAS or CuPy, not an emitted kernel; view
+  groups, reshapes sharing their operand's buffer, are no steps)."""
   program: object
   fu: object
   steps: tuple
@@ -423,6 +424,8 @@ def lower(closed, name="jaxpr"):
   steps = []
   n = 0
   for g in fu.groups:
+    if g.kind == "view":   # a reshape sharing its operand's buffer: nothing to run
+      continue
     if g.kind != "loop":
       steps.append((g, None))
       continue
