@@ -14,14 +14,25 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 cuda_major=$(nvidia-smi | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\)\..*/\1/p' | head -1)
 extra=cuda12
 if [ "${cuda_major:-12}" -ge 13 ]; then extra=cuda13; fi
-echo "driver CUDA ${cuda_major:-?}: installing pyjax[$extra,nvrtc] (jax and its CUDA wheels kept as installed)"
-timeout 240 "$PY" -m pip install -q -e ".[$extra,nvrtc]" pytest || rc=1
+echo "driver CUDA ${cuda_major:-?}"
+"$PY" -m pip list 2>/dev/null | grep -i -E "^(jax|jaxlib|jax-cuda|cupy|cuda-bindings|nvidia-cuda-nvrtc)" || true
+# The device machine may have no network: install only what does not import yet (a
+# session can carry wheels in the work tree, e.g. wheels/*.whl, up to the carry limit)
+"$PY" -c "import pyjax" 2>/dev/null || timeout 120 "$PY" -m pip install -q --retries 1 --timeout 15 --no-deps -e . || rc=1
+if ! "$PY" -c "import cupy" 2>/dev/null; then
+  echo "CuPy missing: installing pyjax[$extra]"
+  timeout 240 "$PY" -m pip install -q --retries 1 --timeout 15 --find-links wheels "cupy-cuda${extra#cuda}x" || rc=1
+fi
+if ! "$PY" -c "from cuda.bindings import nvrtc" 2>/dev/null; then
+  timeout 120 "$PY" -m pip install -q --retries 1 --timeout 15 --find-links wheels "cuda-bindings>=13" "nvidia-cuda-nvrtc>=13" \
+    || echo "no NVRTC extra: the NVRTC tests skip (CuPy compiles with its own NVRTC)"
+fi
+"$PY" -c "import pytest" 2>/dev/null || timeout 60 "$PY" -m pip install -q --retries 1 --timeout 15 pytest || rc=1
 # CuPy finds the CUDA libraries of JAX's nvidia-* wheels or the system toolkit; without
 # either, its [ctk] extra brings them
 if ! timeout 60 "$PY" -c "import cupy; cupy.arange(3).sum().item()"; then
   echo "CuPy cannot run a kernel: installing its CUDA libraries ([ctk])"
-  pkg=$("$PY" -c "print({'cuda12': 'cupy-cuda12x', 'cuda13': 'cupy-cuda13x'}['$extra'])")
-  timeout 240 "$PY" -m pip install -q "$pkg[ctk]" || rc=1
+  timeout 240 "$PY" -m pip install -q --retries 1 --timeout 15 "cupy-cuda${extra#cuda}x[ctk]" || rc=1
 fi
 echo "installs: ${SECONDS}s"
 timeout 150 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/gpu -rs || rc=1

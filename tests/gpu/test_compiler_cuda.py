@@ -165,6 +165,18 @@ def test_emulated_kernels_match_cpu(name):
   assert_matches(emulate.run(closed, args, max_blocks=4), ref, tol)
 
 
+@needs_cxx
+@pytest.mark.parametrize("name", ["softmax", "layer_norm_f64", "argmax_nan_ties",
+                                  "multi_axis_rows"])
+def test_row_kernels_do_not_depend_on_thread_order(name):
+  # threads run in reverse order between barriers: a missing __syncthreads would show
+  _, closed, args, _ = _lower(name)
+  fwd = emulate.run(closed, args, max_blocks=4)
+  rev = emulate.run(closed, args, max_blocks=4, reverse=True)
+  for a, b in zip(fwd, rev):
+    np.testing.assert_array_equal(a, b)
+
+
 def assert_matches(outs, ref, tol):
   """Outputs equal the CPU results: bit for bit (``tol`` 0, or integers), else within
   ``tol``."""

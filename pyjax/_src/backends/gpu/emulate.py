@@ -55,7 +55,10 @@ PJ_VEC4(float, float4) PJ_VEC4(int, int4) PJ_VEC4(unsigned, uint4)
 PJ_VEC2(double, double2) PJ_VEC2(long long, longlong2) PJ_VEC2(unsigned long long, ulonglong2)
 
 static ucontext_t pj_sched, *pj_ctx;
-static int pj_cur, *pj_done;
+static int pj_cur, *pj_done, pj_reverse;
+/* 1: each round runs the threads in reverse order (code that is correct only in one
+   order between two barriers -- a missing __syncthreads -- gives other results) */
+extern "C" void pj_set_reverse(int r) { pj_reverse = r; }
 static void (*pj_fn)(void);
 static void __syncthreads(void) { swapcontext(&pj_ctx[pj_cur], &pj_sched); }
 static void pj_entry(void) { pj_fn(); pj_done[pj_cur] = 1; }
@@ -83,7 +86,8 @@ static int pj_run(void (*fn)(void), long grid, int block) {
     }
     for (;;) {   /* one round: every live thread up to its next barrier or its end */
       int done = 0;
-      for (int t = 0; t < block; t++) {
+      for (int i = 0; i < block; i++) {
+        const int t = pj_reverse ? block - 1 - i : i;
         if (pj_done[t]) { done++; continue; }
         pj_cur = t; threadIdx.x = t;
         swapcontext(&pj_sched, &pj_ctx[t]);
@@ -168,15 +172,17 @@ def build_source(src):
   return lib
 
 
-def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu"):
+def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", reverse=False):
   """Run the CUDA kernels of ``closed`` (a ClosedJaxpr) on ``args`` (NumPy arrays) on
   the CPU: the program's outputs as NumPy arrays.  ``max_blocks`` caps the grid, so the
-  kernels' stride loops run several iterations.  Every group must be a loop group."""
+  kernels' stride loops run several iterations; ``reverse`` runs the threads of a block
+  in reverse order between barriers.  Every group must be a loop group."""
   prog = codegen_cuda.lower(closed, name)
   for g, k in prog.steps:
     if k is None:
       raise codegen_cuda.Unsupported(f"group {g!r} is not an emitted kernel")
   lib = build(prog.kernels, block)
+  lib.pj_set_reverse(ctypes.c_int(1 if reverse else 0))
   fu = prog.fu
   bufs = {}
 
