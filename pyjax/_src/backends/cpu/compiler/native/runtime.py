@@ -8,7 +8,10 @@ The calling thread works too and returns as soon as every chunk is *done* -- it 
 waits for a worker that has not started (unlike an OpenMP barrier, which waits for every
 thread of the team to arrive: on a loaded machine one descheduled thread stalls the whole
 loop for a scheduler time slice).  Workers spin briefly after a job (consecutive kernels
-start fast), then sleep on a condition variable.  Only one parallel loop runs at a time; a
+start fast), then sleep on a condition variable.  A loop whose caller waited far longer
+than one chunk takes for a worker (descheduled on a loaded machine) runs serially for a
+bounded while (``pj_backoff_record``: 1 to 64 ms, per loop function; other loops keep their
+threads).  Only one parallel loop runs at a time; a
 second caller (another Python thread with the GIL released) runs its loop on its own
 thread instead of waiting.
 
@@ -48,8 +51,15 @@ static uint32_t pj_gen = 0;
 static pthread_mutex_t pj_job_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t pj_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pj_cv = PTHREAD_COND_INITIALIZER;
-/* back-off when workers stall the caller (a loaded machine): run the next loops serially */
-static int64_t pj_skip = 0, pj_penalty = 0;
+/* back-off when a worker stalls the caller (a loaded machine): the loop that stalled (keyed
+   by its function) runs serially for a while -- 1 ms after a first stall, twice as long
+   after each further one up to 64 ms, half as long after each smooth parallel run -- and
+   every other loop keeps its threads.  Guarded by pj_job_lock. */
+#define PJ_BACKOFF_SLOTS 16
+#define PJ_BACKOFF_MIN_NS 1000000LL
+#define PJ_BACKOFF_MAX_NS 64000000LL
+typedef struct { pj_task_fn fn; int64_t until, penalty; } pj_backoff_t;
+static pj_backoff_t pj_backoff[PJ_BACKOFF_SLOTS];
 
 static inline int64_t pj_now_ns(void) {
   struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
@@ -62,20 +72,66 @@ static inline void pj_pause(void) {
 #endif
 }
 
-static void pj_work(void) {
+/* run chunks of the current job until none is left; returns how many elements this thread ran */
+static int64_t pj_work(void) {
+  int64_t mine = 0;
   for (;;) {
     uint64_t c = __atomic_load_n(&pj_claim, __ATOMIC_ACQUIRE);
     pj_job *J = &pj_jobs[(c >> 32) & 1];
     uint64_t idx = c & 0xFFFFFFFFu;
-    if ((int64_t)idx >= __atomic_load_n(&J->nchunks, __ATOMIC_ACQUIRE)) return;
+    if ((int64_t)idx >= __atomic_load_n(&J->nchunks, __ATOMIC_ACQUIRE)) return mine;
     if (!__atomic_compare_exchange_n(&pj_claim, &c, c + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       continue;
     int64_t lo = (int64_t)idx * J->chunk, hi = lo + J->chunk;
     if (hi > J->n) hi = J->n;
     J->fn(J->ctx, lo, hi);
+    mine += hi - lo;
     __atomic_fetch_add(&J->done, 1, __ATOMIC_ACQ_REL);
   }
 }
+
+static inline pj_backoff_t *pj_backoff_slot(pj_task_fn fn) {
+  uintptr_t h = (uintptr_t)fn;
+  h ^= (h >> 4) ^ (h >> 12);
+  return &pj_backoff[h & (PJ_BACKOFF_SLOTS - 1)];
+}
+
+/* whether a loop of ``fn`` starting at ``now`` runs serially (its back-off window) */
+int pj_backoff_serial(pj_task_fn fn, int64_t now) {
+  pj_backoff_t *B = pj_backoff_slot(fn);
+  return B->fn == fn && now < B->until;
+}
+
+/* the stall detector, after a parallel loop of ``fn`` split into chunks of ``chunk``
+   elements: the caller started at t0, found no chunk left at t1 having run ``mine``
+   elements itself, and saw the last chunk done at t2.  A worker's chunk still running at
+   t1 needs at most one chunk's time (the caller's time per element times ``chunk``), so
+   only a wait well beyond that means a worker was not running.  (The caller's own share
+   is no yardstick: with few chunks -- GEMM blocks, a short last chunk -- it can be far
+   smaller than the chunk a worker is finishing.)  Returns the loop's back-off window. */
+int64_t pj_backoff_record(pj_task_fn fn, int64_t t0, int64_t t1, int64_t t2, int64_t mine,
+                          int64_t chunk) {
+  pj_backoff_t *B = pj_backoff_slot(fn);
+  if (mine <= 0) return B->fn == fn ? B->penalty : 0;  /* workers ran it all: no yardstick */
+  double chunk_ns = (double)(t1 - t0) / (double)mine * (double)chunk;
+  if ((double)(t2 - t1) > 2.0 * chunk_ns + 50000.0) {
+    int64_t p = B->fn == fn && B->penalty ? 2 * B->penalty : PJ_BACKOFF_MIN_NS;
+    B->fn = fn;
+    B->penalty = p > PJ_BACKOFF_MAX_NS ? PJ_BACKOFF_MAX_NS : p;
+    B->until = t2 + B->penalty;
+  } else if (B->fn == fn) {
+    B->penalty = B->penalty / 2 < PJ_BACKOFF_MIN_NS ? 0 : B->penalty / 2;
+  }
+  return B->fn == fn ? B->penalty : 0;
+}
+
+void pj_backoff_reset(void) {
+  pthread_mutex_lock(&pj_job_lock);
+  for (int i = 0; i < PJ_BACKOFF_SLOTS; i++) pj_backoff[i].fn = NULL;
+  pthread_mutex_unlock(&pj_job_lock);
+}
+
+int64_t pj_runtime_now_ns(void) { return pj_now_ns(); }
 
 static void *pj_worker(void *arg) {
   (void)arg;
@@ -127,13 +183,12 @@ void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
     fn(ctx, 0, n);
     return;
   }
-  if (pj_skip > 0) {   /* backing off after stalls */
-    pj_skip--;
+  int64_t t0 = pj_now_ns();
+  if (pj_backoff_serial(fn, t0)) {   /* this loop stalled a moment ago: backing off */
     pthread_mutex_unlock(&pj_job_lock);
     fn(ctx, 0, n);
     return;
   }
-  int64_t t0 = pj_now_ns();
   uint32_t g = ++pj_gen;
   pj_job *J = &pj_jobs[g & 1];
   J->fn = fn; J->ctx = ctx; J->n = n; J->chunk = chunk;
@@ -143,7 +198,7 @@ void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
   __atomic_store_n(&pj_claim, (uint64_t)g << 32, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&pj_cv);
   pthread_mutex_unlock(&pj_mu);
-  pj_work();
+  int64_t mine = pj_work();
   int64_t t1 = pj_now_ns();
   /* wait only for chunks that workers claimed (never for a worker that did not start) */
   int spins = 0;
@@ -151,15 +206,7 @@ void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
     if (++spins < 2000) pj_pause();
     else sched_yield();
   }
-  int64_t t2 = pj_now_ns();
-  /* a stall longer than the caller's own share of the work means a worker was not running:
-     serialize the next loops, longer after each stall; recover after smooth runs */
-  if (t2 - t1 > (t1 - t0) / 2 + 50000) {
-    pj_penalty = pj_penalty ? (pj_penalty * 2 > 4096 ? 4096 : pj_penalty * 2) : 8;
-    pj_skip = pj_penalty;
-  } else if (pj_penalty > 0) {
-    pj_penalty /= 2;
-  }
+  pj_backoff_record(fn, t0, t1, pj_now_ns(), mine, chunk);
   pthread_mutex_unlock(&pj_job_lock);
 }
 
