@@ -694,6 +694,32 @@ def _scoped(pl, jnp, lax, jx):
   return f
 
 
+def _masked(pl, jnp, lax, jx):
+  from jax.experimental.pallas import triton as jtr
+  from pyjax.experimental.pallas import triton as ptr
+  plt = ptr if pl is ppl else jtr
+
+  def kernel(x_ref, o_ref):
+    o_ref[...] = jnp.zeros_like(o_ref)
+    m = jnp.arange(8) < 5
+    v = plt.load(x_ref.at[pl.ds(0, 8)], mask=m, other=0.0)
+    u = plt.load(x_ref.at[pl.ds(4, 8)], mask=m)
+    plt.store(o_ref.at[pl.ds(0, 8)], v + 1.0, mask=m)
+    plt.store(o_ref.at[pl.ds(8, 8)], plt.load(x_ref)[:8] * 2.0)
+    o_ref[pl.ds(12, 2)] = u[:2] * 3.0
+
+  def f(x, interpret):
+    return pl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=interpret)(x)
+  return f
+
+
+def test_masked_load_store_print_and_run_as_jax():
+  x = _rand(16)
+  assert _jaxpr_text(_masked, [x], PY) == _jaxpr_text(_masked, [x], JX)
+  check(_masked, x)
+
+
 def test_run_scoped_prints_and_runs_as_jax():
   x = _rand((8, 16))
   assert _jaxpr_text(_scoped, [x], PY) == _jaxpr_text(_scoped, [x], JX)

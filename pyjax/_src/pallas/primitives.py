@@ -52,6 +52,9 @@ def load(ref, idx=None, *, mask=None, other=None, cache_modifier=None,
   rather than clamped ones, as in JAX's interpret mode.  The cache and eviction hints are
   accepted and ignored."""
   import pyjax.numpy as jnp
+  from pyjax._src.pallas import stateful
+  if stateful.is_kernel_ref(ref):   # the kernel's stateful trace: a masked_load equation
+    return stateful.masked_load(ref, idx, mask, other)
   x = ref[...]
   out, _ = _read_window(x, _full_idx(ref, idx))
   if mask is not None and other is not None:
@@ -64,6 +67,9 @@ def swap(ref, idx, val, *, mask=None):
   return the previous values (masked-out positions give ``val``, as in JAX)."""
   import pyjax.lax as lax
   import pyjax.numpy as jnp
+  from pyjax._src.pallas import stateful
+  if stateful.is_kernel_ref(ref):   # the kernel's stateful trace: a masked_swap equation
+    return stateful.masked_swap(ref, idx, val, mask)
   x = ref[...]
   idx = _full_idx(ref, idx)
   val = jnp.asarray(val, dtype=x.dtype) if not hasattr(val, "dtype") else val

@@ -18,8 +18,9 @@
    with boxes gives: same operations, same bits.
 
 ``ref.at[idx]`` views add index transforms (``d[2:6,:][1,:]``); ``pl.run_scoped`` stages
-a ``run_scoped`` equation whose jaxpr has the refs it closes over as constvars.  Triton
-``load``/``store``/atomics read and write whole refs here.  A kernel passing a ref to a
+a ``run_scoped`` equation whose jaxpr has the refs it closes over as constvars; Triton
+``load``/``store`` stage ``masked_load``/``masked_swap``.  Triton atomics read and write
+whole refs here.  A kernel passing a ref to a
 primitive other than ``cond``/``while``/``scan``/``run_scoped``/``get``/``swap``/
 ``addupdate`` (or failing in this trace) is traced with boxes directly and its jaxpr
 prints discharged (``docs/pallas.md``).
@@ -390,6 +391,101 @@ def is_kernel_ref(x):
   return getattr(x, "_is_kernel_ref", False)
 
 
+# --- Triton-style masked load / store ------------------------------------------------------------
+masked_load_p = core.Primitive("masked_load")
+masked_swap_p = core.Primitive("masked_swap")
+
+
+def _masked_args(ins, params):
+  """(mask, other, dynamic index operands) of a masked_load / masked_swap's operands
+  after the ref (and the value)."""
+  k = 0
+  mask = other = None
+  if params["has_mask"]:
+    mask, k = ins[k], k + 1
+  if params.get("has_other"):
+    other, k = ins[k], k + 1
+  return mask, other, ins[k:]
+
+
+def _masked_load_boxes(box, ins, params):
+  from pyjax._src.pallas import primitives as plp
+  mask, other, dyn = _masked_args(ins, params)
+  t, i = _target(box, params["idx"], dyn)
+  return plp.load(t, None if _is_full(params["idx"][-1]) else i, mask=mask, other=other)
+
+
+def _masked_swap_boxes(box, val, ins, params):
+  from pyjax._src.pallas import primitives as plp
+  mask, _, dyn = _masked_args(ins, params)
+  t, i = _target(box, params["idx"], dyn)
+  return plp.swap(t, None if _is_full(params["idx"][-1]) else i, val, mask=mask)
+
+
+def _masked_load_abstract(ref, *ins, **params):
+  return _box_trace(lambda b, d, _: [_masked_load_boxes(b, d, params)], ref, list(ins))[0]
+
+
+def _masked_swap_abstract(ref, val, *ins, **params):
+  out = _box_trace(lambda b, d, e: [_masked_swap_boxes(b, e[0], d, params)], ref, list(ins),
+                   [val])[0]
+  return out, frozenset([_write_effect])
+
+
+masked_load_p.def_abstract_eval(_masked_load_abstract)
+masked_swap_p.def_effectful_abstract_eval(_masked_swap_abstract)
+masked_load_p.def_impl(_no_impl("masked_load"))
+masked_swap_p.def_impl(_no_impl("masked_swap"))
+
+
+def _pp_masks(eqn, ctx, rest):
+  p = eqn.params
+  mask, other, dyn = _masked_args(rest, p)
+  tail = (f" mask={ctx.name(mask)}" if p["has_mask"] else "") + (
+      f" other={ctx.name(other)}" if p.get("has_other") else "")
+  return dyn, tail
+
+
+def _pp_masked_load(eqn, ctx):
+  ref, *rest = eqn.invars
+  dyn, tail = _pp_masks(eqn, ctx, rest)
+  return (f"{ctx.binder(eqn.outvars[0])} <- "
+          f"{_pp_index(ref, eqn.params['idx'], dyn, ctx)}{tail}")
+
+
+def _pp_masked_swap(eqn, ctx):
+  ref, val, *rest = eqn.invars
+  dyn, tail = _pp_masks(eqn, ctx, rest)
+  at = _pp_index(ref, eqn.params["idx"], dyn, ctx)
+  return f"{ctx.binder(eqn.outvars[0])}, {at} <- {at}, {ctx.name(val)}{tail}"
+
+
+masked_load_p.pp_eqn_rule = _pp_masked_load
+masked_swap_p.pp_eqn_rule = _pp_masked_swap
+
+
+def masked_load(ref, idx, mask, other):
+  """``plt.load`` on a kernel ref in a stateful trace: a ``masked_load`` equation."""
+  import pyjax.numpy as jnp
+  templates, dyn = ref._split(() if idx is None else idx)
+  ops = [x for x in (mask, other) if x is not None]
+  ops = [jnp.asarray(x) for x in ops]
+  if other is not None and ops[-1].dtype != ref.dtype:
+    ops[-1] = ops[-1].astype(ref.dtype)
+  return masked_load_p.bind(ref.tracer, *ops, *dyn, idx=templates,
+                            has_mask=mask is not None, has_other=other is not None)
+
+
+def masked_swap(ref, idx, val, mask):
+  """``plt.swap`` / ``plt.store`` on a kernel ref in a stateful trace."""
+  import pyjax.numpy as jnp
+  templates, dyn = ref._split(() if idx is None else idx)
+  val = jnp.asarray(val, dtype=ref.dtype) if not hasattr(val, "dtype") else val
+  ops = [jnp.asarray(mask)] if mask is not None else []
+  return masked_swap_p.bind(ref.tracer, val, *ops, *dyn, idx=templates,
+                            has_mask=mask is not None)
+
+
 # --- run_scoped ----------------------------------------------------------------------------------
 run_scoped_p = core.Primitive("run_scoped")
 run_scoped_p.multiple_results = True
@@ -470,7 +566,7 @@ def check_refs(jaxpr):
   global _REF_PRIMS
   if _REF_PRIMS is None:
     _REF_PRIMS = {get_p.name, swap_p.name, addupdate_p.name, "cond", "while", "scan",
-                  run_scoped_p.name}
+                  run_scoped_p.name, masked_load_p.name, masked_swap_p.name}
   for eqn in jaxpr.eqns:
     if any(isinstance(getattr(v, "aval", None), state_types.AbstractRef) for v in eqn.invars):
       if eqn.primitive.name not in _REF_PRIMS:
@@ -510,6 +606,10 @@ def eval_with_boxes(jaxpr, consts, ids, args):
       outs = [ids[eqn.params["axis"]]]
     elif p is run_scoped_p:
       outs = _run_scoped_with_boxes(eqn, ins, ids)
+    elif p is masked_load_p:
+      outs = [_masked_load_boxes(ins[0], ins[1:], eqn.params)]
+    elif p is masked_swap_p:
+      outs = [_masked_swap_boxes(ins[0], ins[1], ins[2:], eqn.params)]
     elif any(_is_ref_var(v) for v in eqn.invars):
       outs = _control_flow_with_boxes(eqn, ins, ids)
     else:
