@@ -92,10 +92,11 @@ def main(out, single):
   res["all_to_all"] = glob(smap(lambda x: lax.all_to_all(
       jax.numpy.tile(x, (ndev, 1)), "x", 0, 0, tiled=True))(a))
   res["axis_index"] = glob(smap(lambda x: x * lax.axis_index("x"))(a))
-  # values of >= 1 KiB per process travel as raw MPI bytes (reduce-scatter parts land in
-  # reused buffers: the second psum reuses the first's); a ppermute that leaves most
-  # devices without a source sends only the pieces addressed to each process
-  big = rng.standard_normal((ndev * 2, 720)).astype(np.float32)
+  # values of >= 1 KiB per process travel as raw MPI bytes, all-reduces of >= 256 KiB
+  # per device in parts (reduce-scatter parts land in reused buffers: the second psum
+  # reuses the first's); a ppermute that leaves most devices without a source sends only
+  # the pieces addressed to each process
+  big = rng.standard_normal((ndev * 2, 720 * 48)).astype(np.float32)
   b = jax.make_array_from_process_local_data(
       sx, big if single else big[pid * 2 * LOCAL:(pid + 1) * 2 * LOCAL])
   res["psum_big"] = glob(smap(lambda x: lax.psum(x, "x"))(b))

@@ -36,6 +36,7 @@ _TAG_BUF = 0x5a3
 _RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
 _RAW_KINDS = frozenset("biufcV")
 _SPIN_SECONDS = 2e-4              # poll without sleeping this long before backing off
+_PARTS_MIN = 256 << 10             # all-reduces of smaller values take one round
 _SCRATCH_MAX = 256 << 20          # bytes of reduce-scatter receive buffers kept for reuse
 
 _world = None          # the MPITransport once initialized
@@ -263,7 +264,12 @@ class MPITransport(_coll.Transport):
     element is folded in the same order as by a fold of whole values).  ``fold(values,
     out)`` writes into ``out``.  The slices of remote members land in reused scratch
     buffers, the folded slices (this process's and the others') straight in the
-    result: no copies, no fresh pages but the result's."""
+    result: no copies, no fresh pages but the result's.  Values of less than
+    _PARTS_MIN bytes skip the two rounds: every member's whole value is exchanged (one
+    round) and folded here, in the same order."""
+    if value.nbytes < _PARTS_MIN:
+      values = self.exchange(key, rank, size, value, deadline, describe, owners)
+      return fold(values, np.empty(value.shape, value.dtype))
     rs, ag = key + ("rs",), key + ("ag",)
 
     def cut(m):
