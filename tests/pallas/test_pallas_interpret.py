@@ -637,7 +637,8 @@ def _jaxpr_text(make, args, lib):
   return str(lib[3].make_jaxpr(f)(*[lib[1].asarray(a) for a in args]))
 
 
-@pytest.mark.parametrize("which", ["ragged", "matmul", "kblocked", "softmax", "flash"])
+@pytest.mark.parametrize("which", ["ragged", "matmul", "kblocked", "softmax", "flash",
+                                   "helpers"])
 def test_make_jaxpr_prints_kernels_as_jax(which):
   # the whole text, kernel jaxpr included: Ref<...>-typed variables, get / swap equations
   # with JAX's indexers, program_id, cond and scan bodies taking refs, memory spaces
@@ -648,6 +649,7 @@ def test_make_jaxpr_prints_kernels_as_jax(which):
       "softmax": (functools.partial(_row_kernel, which="softmax"),
                   [_rand((4, 16)), _rand(16, seed=1), _rand(16, seed=2)]),
       "flash": (_flash, [_rand((8, 4)), _rand((8, 4), seed=1), _rand((8, 4), seed=2)]),
+      "helpers": (_helpers, [_rand(8)]),   # pl.loop, run_scoped, .at with a squeezed index
   }[which]
   got = _jaxpr_text(make, args, PY)
   assert got == _jaxpr_text(make, args, JX)

@@ -542,7 +542,7 @@ def run_scoped(f, types, kw_types):
   j = closed.jaxpr
   jaxpr = core.Jaxpr(j.invars[:n], j.invars[n:], j.outvars, j.eqns, j.effects, j.debug_info)
   outs = run_scoped_p.bind(*tracer_consts, jaxpr=jaxpr, collective_axes=(),
-                           ref_transforms=((),) * n)
+                           ref_transforms=((),) * len(avals))   # one per new ref
   return tree_util.tree_unflatten(out_tree[0], outs)
 
 
