@@ -406,6 +406,8 @@ class MPITransport(_coll.Transport):
     with self._cond:
       for k in [k for k in self._meetings if k[0] == run_id]:
         del self._meetings[k]
+      for k in [k for k in self._expect if k[0][0] == run_id]:   # an aborted run's
+        del self._expect[k]
 
   # -- host-level operations (multihost_utils) ---------------------------------------------
   def allgather_objects(self, obj, what="process_allgather"):
