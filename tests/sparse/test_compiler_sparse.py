@@ -134,7 +134,10 @@ def test_row_split_and_row_pointers():
   r[-50:] = m                                    # JAX's padding: out of range, at the end
   d = rng.normal(size=nse).astype(np.float32)
   x, X = rng.normal(size=n).astype(np.float32), rng.normal(size=(n, K)).astype(np.float32)
-  for idx in (np.stack([r, c], 1), np.stack([rng.permutation(r), c], 1)):
+  neg = r.copy()
+  neg[:3] = -1                                   # sorted, but counts from the end
+  for idx in (np.stack([r, c], 1), np.stack([rng.permutation(r), c], 1),
+              np.stack([neg, c], 1)):
     f = lambda S: (lambda d, i, v: S.BCOO((d, i), shape=(m, n), indices_sorted=True) @ v)  # noqa
     _check(f(ps), f(js), (d, idx, x), (d, idx, x), {"bcoo_dot_general"})
   regular = np.searchsorted(r, np.arange(m + 1)).astype(np.int32)

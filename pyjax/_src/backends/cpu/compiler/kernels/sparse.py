@@ -279,9 +279,15 @@ def _split_rows(name, mode, g, t, it):
       "    const int64_t rlo = s->r[q], rhi = s->r[q + 1], e = s->a[q + 1];",
       f"    memset(Y + rlo * {K}, 0, sizeof({t}) * (size_t)((rhi - rlo) * {K}));",
       "    for (int64_t n = s->a[q]; n < e; n++) {",
-      *["  " + x for x in _entry(mode, g, "")],
-      "      if (ro < rlo || ro >= rhi) { __atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED); "
+      # the common case first: a raw row inside the range's rows (one unsigned compare)
+      "      int64_t ro = (int64_t)I1[2 * n];",
+      "      if (__builtin_expect((uint64_t)(ro - rlo) >= (uint64_t)(rhi - rlo), 0)) {",
+      f"        if (ro < 0) ro += {out_n};",
+      "        if (ro < lo || ro >= hi) continue;",
+      "        if (ro < rlo || ro >= rhi) { __atomic_store_n(&s->bad, 1, __ATOMIC_RELAXED); "
       "return; }",
+      "      }",
+      *["  " + x for x in _column(mode, g, "", 1)],
       *_accumulate(t, K, "      "),
       "    }",
       "  }",
