@@ -212,7 +212,7 @@ def _blocked_plan(gm, padded_outs):
   ``U`` (each block dimension indexed by its own grid axis, or constant over a dimension
   of one block) and the remaining axes ``R`` come after them (revisits: an accumulation
   along trailing axes), the grid program can run as a ``scan`` over ``U`` producing the
-  output blocks (``R`` an inner loop carrying them): (per-output dims, U, R).  None
+  output blocks (``R`` inner scans carrying them): (per-output dims, U, R).  None
   otherwise."""
   grid = gm.grid
   used, dims_all = None, []
@@ -235,25 +235,26 @@ def _blocked_plan(gm, padded_outs):
 def _input_layout(bm, x, U, grid):
   """How a read-only input's blocks reach the kernel in ``_run_blocked`` without a copy
   per grid point: ``("whole", None)`` when the block is the whole (padded) operand;
-  ``("blocked", axes)`` when along each dimension its block index is an axis of ``U``
-  (``axes``: those, in ``U``'s order) or constant over a dimension of one block -- the
+  ``("blocked", axes)`` when along each dimension its block index is a grid axis
+  (``axes``: those, in grid order) or constant over a dimension of one block -- the
   operand is then laid out once as (block index along each of ``axes``..., block) (a
   reshape, or a transpose when the blocks are not contiguous: one copy in all) and the
-  nested scans over ``U`` slice it at pointer offsets; None otherwise (the block is
-  sliced with ``dynamic_slice`` at each grid point: a copy)."""
+  nested scans over the grid axes slice it at pointer offsets; None otherwise (the
+  block is sliced with ``dynamic_slice`` at each grid point: a copy)."""
+  del U
   srcs = _block_sources(bm, x.shape, grid)
   if srcs is None:
     return None
   axes = [s[1] for s in srcs if s[0] == "axis"]
-  if any(a not in U for a in axes) or len(set(axes)) != len(axes):
+  if len(set(axes)) != len(axes):
     return None
   if not axes:
     return "whole", None
-  return "blocked", sorted(axes, key=U.index)
+  return "blocked", sorted(axes)
 
 
 def _blocked_operand(x, bm, axes, U):
-  """``x`` laid out as (block index along each of ``axes``, in ``U``'s order, block)."""
+  """``x`` laid out as (block index along each of ``axes``, in that order, block)."""
   import pyjax.lax as lax
   srcs = _index_sources(bm.index_map, len(bm.index_map.jaxpr.invars))
   full = bm.full_block_shape
@@ -270,25 +271,19 @@ def _blocked_operand(x, bm, axes, U):
   return lax.reshape(y, tuple(split[2 * dim_of[a]] for a in axes) + full)
 
 
-def _decompose(t, axes, grid, out):
-  for a in reversed(axes):
-    out[a] = t % grid[a] if len(axes) > 1 else t
-    t = t // grid[a]
-
-
 def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
-  """The grid program as nested scans over the output-writing axes ``U`` (one per axis,
-  see ``_blocked_plan``), their per-iteration outputs the output blocks (written in
-  place by the compiled scan), read-only inputs reached without a copy per grid point
-  where ``_input_layout`` allows: the same kernel evaluations in the same order, on the
-  same values."""
+  """The grid program as nested scans, one per grid axis: over the output-writing axes
+  ``U`` (see ``_blocked_plan``) with the output blocks as per-iteration outputs (written
+  in place by the compiled scan), then over the revisiting axes ``R`` carrying them and
+  the scratch buffers; read-only inputs reached without a copy per grid point where
+  ``_input_layout`` allows: the same kernel evaluations in the same order, on the same
+  values."""
   import pyjax.lax as lax
   import pyjax.numpy as jnp
   dims_all, U, R = plan
   grid = gm.grid
   n_in = gm.num_inputs
   outs_bm = gm.block_mappings_output
-  n_inner = functools.reduce(operator.mul, [grid[a] for a in R], 1)
 
   # inputs whose blocks need no copy per grid point (see _input_layout)
   layouts = [_input_layout(bm, x, U, grid) for x, bm in zip(ins, gm.block_mappings[:n_in])]
@@ -311,9 +306,9 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
                           *scratch)
     return list(res[n_in:n_in + len(blocks)]), list(res[n_in + len(blocks):])
 
-  def at_point(loop_idx, given, scratch):
+  def at_point(loop_idx, arrs, scratch):
     """The output blocks of the grid point ``loop_idx`` (its ``U`` part): one kernel
-    evaluation, or the inner loop over ``R`` revisiting them."""
+    evaluation, or the scans over ``R`` revisiting them."""
     blocks = []
     for k, bm in enumerate(outs_bm):
       if k in aliased:
@@ -324,25 +319,35 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
         blocks.append(lax.squeeze(v, sq) if sq else v)
       else:
         blocks.append(plc.uninitialized_value(bm.ref_shape, bm.array_aval.dtype))
-    if not R:
-      blocks, scratch = point(loop_idx, blocks, list(scratch), given)
-      return scratch, blocks
-
-    def inner(r, c):
-      idx = list(loop_idx)
-      _decompose(r, R, grid, idx)
-      return point(idx, *c, given)
-    blocks, scratch = lax.fori_loop(jnp.int32(0), jnp.int32(n_inner), inner,
-                                    (blocks, list(scratch)))
+    blocks, scratch = revisit(0, loop_idx, arrs, blocks, list(scratch))
     return scratch, blocks
+
+  def revisit(m, loop_idx, arrs, blocks, scratch):
+    """The revisiting axes ``R[m:]``: scans carrying the output blocks and scratch
+    buffers, each slicing the laid-out operands indexed by its axis."""
+    if m == len(R):
+      given = {k: ins[k] if lay[0] == "whole" else arrs[k]
+               for k, lay in enumerate(layouts) if lay}
+      return point(loop_idx, blocks, scratch, given)
+    a = R[m]
+    keys = [k for k in arrs if a in layouts[k][1]]
+
+    def body(c, t_xs):
+      t, xs = t_xs
+      idx = list(loop_idx)
+      idx[a] = t
+      sub = dict(arrs)
+      sub.update(zip(keys, xs))
+      return tuple(revisit(m + 1, idx, sub, *c)), None
+    c, _ = lax.scan(body, (blocks, scratch),
+                    (jnp.arange(grid[a], dtype=jnp.int32), [arrs[k] for k in keys]))
+    return list(c[0]), list(c[1])
 
   def level(l, loop_idx, arrs, scratch):
     """Scans over ``U[l:]`` (row-major: the grid's order), each slicing the laid-out
     operands indexed by its axis; the stacked output blocks."""
     if l == len(U):
-      given = {k: ins[k] if lay[0] == "whole" else arrs[k]
-               for k, lay in enumerate(layouts) if lay}
-      return at_point(loop_idx, given, scratch)
+      return at_point(loop_idx, arrs, scratch)
     a = U[l]
     keys = [k for k in arrs if a in layouts[k][1]]
 
