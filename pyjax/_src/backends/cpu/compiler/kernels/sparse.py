@@ -357,7 +357,7 @@ def _product_source(node, name):
         f"  {name}_ctx c = {{(const {t} *)P[0], (const {it} *)P[1], "
         f"{'NULL' if mode == 'bcoo' else f'(const {it} *)P[2]'}, NULL, (const {t} *)P[{nb}], "
         f"({t} *)P[{nb + 1}]}};"]
-  if mode in ("csr", "bcsr") and not extra:
+  if mode in ("csr", "bcsr") and not extra and K <= 4096:   # acc[K] on the stack
     at = next(i for i, x in enumerate(C) if x.startswith(f"static void {name}(void"))
     C[at:at] = _pointer_rows(name, mode, g, t, it)
     C += _regular_pointers(name, g)
