@@ -1,0 +1,48 @@
+"""Defects the differential fuzzer (``tests/fuzz_vs_jax.py``) and its eager tier found, each
+against real JAX, and a small fixed-seed slice of the eager tier over the extended
+(integer edge-case) ops."""
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.numpy as jnp
+
+import fuzz_vs_jax
+
+
+def _outcome(m, f):
+  try:
+    r = f(m)
+    return str(r.dtype), np.asarray(r).tolist()
+  except Exception as e:  # noqa: BLE001 -- the exception is the outcome compared
+    return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("value", [2**31, -2**31 - 1, 2**40, 2**31 - 1])
+@pytest.mark.parametrize("form", ["x + v", "v * x", "jnp.add(x, v)"])
+def test_eager_float_op_with_int_beyond_int32(form, value):
+  """Eager float32 + Python int beyond int32 (x64 off): JAX raises OverflowError (the int
+  is an argument of a jitted computation); pyjax's eager weak-scalar path converted it to
+  float32 silently (the jit path already raised)."""
+  jax = pytest.importorskip("jax")
+
+  def f(mods):
+    m = mods.numpy
+    x = m.ones(3, m.float32)
+    return eval(form, {"x": x, "v": value, "jnp": m})
+  assert _outcome(pyjax, f) == _outcome(jax, f)
+
+
+def test_eager_float_op_with_int_beyond_int32_without_jax():
+  with pytest.raises(OverflowError, match="argument path is y"):
+    jnp.ones(3) + 2**40
+  assert (jnp.ones(3) + (2**31 - 1)).dtype == jnp.float32
+
+
+def test_fuzz_eager_tier_extended_ops():
+  """The eager tier (op by op, no jit) on programs that draw the integer edge-case ops."""
+  pytest.importorskip("jax")
+  tally, bad = fuzz_vs_jax.campaign(4, seed=716900, tiers=("eager",), batch=4, extended=True)
+  assert not bad, "\n\n".join(f"[{m.tier}] v{m.value} = {m.op}: {m.kind}: {m.detail}"
+                              for m in bad[:5])
+  assert tally["programs"] == 4 and tally["harness errors"] == 0, dict(tally)
