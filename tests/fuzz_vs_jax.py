@@ -9,7 +9,8 @@ included), concatenate, pad, cumulative ops, sorting, dot, where and control flo
 op is kept only if real JAX accepts it on the current values, so every program is a valid
 JAX program; it returns every value it computes.
 
-The program runs jitted on JAX, on pyjax's NumPy tier and on pyjax's native tier, and
+The program runs jitted on JAX, on pyjax's NumPy tier and on pyjax's native tier (and, with
+``--tiers ...,eager``, op by op on pyjax without jit), and
 every returned value is compared: dtype, shape and weak type exactly; integers and bools
 exactly; floats to a few units of their precision, with NaN, infinity and (for real
 floats) the sign of zero exact. A value that differs is checked *locally*: the op that made it is run on JAX
@@ -19,8 +20,8 @@ op, dtypes and the first differing element. Mismatches whose cause is understood
 matched against ``EXPLAINED`` (each entry names its reason, as ``docs/differences.md``
 does); the rest are "unexplained".
 
-    python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64] [--tiers numpy,native]
-                                [--batch 16] [--progress]
+    python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64] [--tiers numpy,native,eager]
+                                [--batch 16] [--progress] [--extended]
 
 runs a long campaign and prints the tally (``tests/reliability/test_fuzz_vs_jax.py`` runs a fixed-seed
 slice in CI).  ``--batch`` programs run as one jitted function (their tuple of results), so
@@ -312,6 +313,52 @@ op("while_loop", 1)(lambda m, lax, p, x: lax.while_loop(
     lambda c: c[0] < 3, lambda c: (c[0] + 1, (c[1] * 0.5).astype(c[1].dtype)), (0, x))[1])
 
 
+# --- extended ops (``--extended``): integer edge cases -------------------------------------
+# Drawn only when asked, so that the base draws (CI's fixed seeds) stay as they were.
+_BASE_OPS = frozenset(OPS) | {"cast"}
+
+
+def _int_operand(values):
+  """Params: one of ``values`` as an array of x's (integer) dtype, wrapped as a C cast."""
+  def params(rng, xs):
+    if _kind(xs[0].dtype) not in "iu":
+      return None
+    return {"c": rng.choice(values)}
+  return params
+
+
+def _full_as(m, x, c):
+  """``c`` wrapped into x's integer dtype (as C casts), broadcast to x's shape."""
+  return m.broadcast_to(np.asarray(c, np.int64).astype(np.dtype(x.dtype)), x.shape)
+
+
+_SHIFTS = [-1, 0, 1, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65]
+for _s in ["shift_left", "shift_right_logical", "shift_right_arithmetic"]:
+  op("lax_" + _s, params=_int_operand(_SHIFTS))(
+      lambda m, lax, p, x, _s=_s: getattr(lax, _s)(x, _full_as(m, x, p["c"])))
+for _s in ["left_shift", "right_shift"]:   # jnp's, with a Python int shift
+  op("jnp_" + _s + "_scalar", params=_int_operand(_SHIFTS[1:]))(
+      lambda m, lax, p, x, _s=_s: getattr(m, _s)(x, p["c"]))
+_DIVISORS = [0, -1, 1, 2, -3, 7, 255, -128]
+for _d in ["div", "rem"]:   # C-style: truncation, x / 0, INT_MIN / -1
+  op("lax_" + _d, params=_int_operand(_DIVISORS))(
+      lambda m, lax, p, x, _d=_d: getattr(lax, _d)(x, _full_as(m, x, p["c"])))
+for _d in ["floor_divide", "remainder", "fmod"]:   # jnp's, with a Python int divisor
+  op("jnp_" + _d + "_scalar", params=_int_operand([0, -1, 2, -3, 7]))(
+      lambda m, lax, p, x, _d=_d: getattr(m, _d)(x, p["c"]))
+op("lax_divmod_arrays", 2)(lambda m, lax, p, x, y: m.divmod(x, y)[1])
+for _u in ["population_count", "clz"]:
+  op("lax_" + _u, params=_int_operand([0]))(
+      lambda m, lax, p, x, _u=_u: getattr(lax, _u)(x))
+op("integer_pow_big", params=lambda rng, xs: {"y": rng.choice([4, 5, 7, 8, 16, 31])})(
+    lambda m, lax, p, x: lax.integer_pow(x, p["y"]))
+op("int_sign_ops", params=_int_operand(["abs", "neg", "sign", "neg_abs"]))(   # INT_MIN
+    lambda m, lax, p, x: {"abs": m.abs, "neg": m.negative, "sign": m.sign,
+                          "neg_abs": lambda v: -m.abs(v)}[p["c"]](x))
+op("half_cast_round_trip", params=lambda rng, xs: {"dt": rng.choice(["float16", "bfloat16"])})(
+    lambda m, lax, p, x: x.astype(np_dtype(p["dt"])).astype(x.dtype))
+
+
 # --- programs -----------------------------------------------------------------------------
 
 class Program:
@@ -342,9 +389,12 @@ class Program:
 _MAX_SIZE = 4096
 
 
-def generate(seed, jax_mod, x64=False, n_ops=30, cast_dtypes=None):
+def generate(seed, jax_mod, x64=False, n_ops=30, cast_dtypes=None, extended=False):
   """A random valid JAX program (ops that real JAX rejects are redrawn).  Ops are checked
-  abstractly (``eval_shape``: traced, never compiled), so drawing costs no XLA compile."""
+  abstractly (``eval_shape``: traced, never compiled), so drawing costs no XLA compile.
+  ``extended`` draws the integer edge-case ops too (shifts by out-of-range amounts, C
+  division and remainder by 0 and -1, population count, large integer powers, half-type
+  round trips); without it a seed draws the program it always drew."""
   jnp, jlax = jax_mod.numpy, jax_mod.lax
   rng = random.Random(seed)
   dtypes = DTYPES_64 if x64 else DTYPES_32
@@ -353,11 +403,12 @@ def generate(seed, jax_mod, x64=False, n_ops=30, cast_dtypes=None):
   inputs = [random_input(rng, dtypes) for _ in range(rng.randint(1, 3))]
   vals = [jax_mod.ShapeDtypeStruct(a.shape, a.dtype) for a in inputs]
   ops = []
-  names = sorted(OPS)
+  names = sorted(_BASE_OPS)
+  extra = sorted(set(OPS) - _BASE_OPS) if extended else []
   tries = 0
   while len(ops) < n_ops and tries < 40 * n_ops:
     tries += 1
-    name = rng.choice(names)
+    name = rng.choice(extra) if extra and rng.random() < 0.3 else rng.choice(names)
     arity, params_fn, fn = OPS[name]
     # favour recent values so programs chain, not fan out
     args = [max(0, len(vals) - 1 - int(rng.expovariate(0.4))) if rng.random() < 0.8
@@ -598,9 +649,26 @@ def _run_ref(progs, jax_mod):
     return out
 
 
+def _run_eager(progs, pyjax_mod):
+  """pyjax's results of each program run op by op, not jitted (the "eager" tier: its
+  inputs made pyjax Arrays first), one list (or the exception it raised) per program."""
+  out = []
+  for p in progs:
+    try:
+      with _quiet():
+        ins = [pyjax_mod.numpy.asarray(a) for a in p.inputs]
+        out.append(_values(p.fn(pyjax_mod.numpy, pyjax_mod.lax)(*ins)))
+    except Exception as e:   # noqa: BLE001 -- JAX ran it: any exception is a mismatch
+      out.append(e)
+  return out
+
+
 def _run_tier(progs, pyjax_mod, tier):
-  """pyjax's results on ``tier``, one list (or the exception it raised) per program.  A
-  batch that raises is rerun program by program, so an exception names its program."""
+  """pyjax's results on ``tier`` ("numpy" or "native": jitted on that tier; "eager": op by
+  op), one list (or the exception it raised) per program.  A batch that raises is rerun
+  program by program, so an exception names its program."""
+  if tier == "eager":
+    return _run_eager(progs, pyjax_mod)
   from pyjax._src.backends.cpu import executable
   mode = {"numpy": "off", "native": "sync"}[tier]
   try:
@@ -758,7 +826,7 @@ def check_tiers(prog, pyjax_mod):
 
 
 def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None,
-             oracle="jax", batch=1, progress=None):
+             oracle="jax", batch=1, progress=None, extended=False):
   """Run ``n`` programs from ``seed``; returns (tally Counter, unexplained list).
   ``batch`` programs (consecutive seeds) run as one jitted function (``check_batch``): one
   XLA and one C compile per batch; each mismatch is still attributed to its program.
@@ -780,7 +848,7 @@ def campaign(n, seed=0, x64=False, tiers=("numpy", "native"), n_ops=30, log=None
   for lo in range(seed, seed + n, batch):
     seeds = range(lo, min(lo + batch, seed + n))
     ref.config.update("jax_enable_x64", x64)
-    progs = [generate(s, ref, x64=x64, n_ops=n_ops) for s in seeds]
+    progs = [generate(s, ref, x64=x64, n_ops=n_ops, extended=extended) for s in seeds]
     tally["programs"] += len(progs)
     tally["ops"] += sum(len(p.ops) for p in progs)
     try:
@@ -826,7 +894,10 @@ def main(argv=None):
   ap.add_argument("--seed", type=int, default=0)
   ap.add_argument("--x64", action="store_true")
   ap.add_argument("--ops", type=int, default=30)
-  ap.add_argument("--tiers", default="numpy,native")
+  ap.add_argument("--tiers", default="numpy,native",
+                  help="of numpy, native (jitted on that tier), eager (op by op, no jit)")
+  ap.add_argument("--extended", action="store_true",
+                  help="draw the integer edge-case ops too (another program per seed)")
   ap.add_argument("--batch", type=int, default=10,
                   help="programs per jitted function (one XLA and one C compile each)")
   ap.add_argument("--progress", action="store_true",
@@ -844,7 +915,7 @@ def main(argv=None):
   os.environ["PYJAX_CACHE_MAX_SIZE"] = "-1"
   tally, bad = campaign(a.programs, a.seed, a.x64, tuple(a.tiers.split(",")), a.ops,
                         log=sys.stdout, oracle=a.oracle, batch=a.batch,
-                        progress=sys.stderr if a.progress else None)
+                        progress=sys.stderr if a.progress else None, extended=a.extended)
   by_op = collections.Counter((m.op, m.kind, m.tier) for m in bad)
   print("tally:", dict(tally))
   for (o, k, t), c in by_op.most_common():

@@ -1,6 +1,6 @@
-"""Defects the differential fuzzer (``tests/fuzz_vs_jax.py``) and its eager tier found, each
-against real JAX, and a small fixed-seed slice of the eager tier over the extended
-(integer edge-case) ops."""
+"""Defects found during the fuzzing pass of ``tests/fuzz_vs_jax.py`` (its eager tier and
+extended integer edge-case ops) or beside it, each against real JAX, and a small
+fixed-seed slice of the eager tier over the extended ops."""
 import numpy as np
 import pytest
 
