@@ -177,18 +177,36 @@ def _target(box, idx, dyn):
   return box, _join_index(idx[-1], dyn)
 
 
+_abstract_cache = {}   # (primitive, ref type, index, operand avals) -> result aval(s)
+
+
+def _cached(key, compute):
+  """``compute()`` (a box trace), memoized on ``key``: a kernel's accesses repeat."""
+  try:
+    hit = _abstract_cache.get(key)
+  except TypeError:   # an unhashable aval
+    return compute()
+  if hit is None:
+    hit = _abstract_cache[key] = compute()
+    if len(_abstract_cache) > 4096:
+      _abstract_cache.pop(next(iter(_abstract_cache)))
+  return hit
+
+
 def _get_abstract(ref, *dyn, idx):
   def fn(b, d, _):
     t, i = _target(b, idx, d)
     return [t[i]]
-  return _box_trace(fn, ref, list(dyn))[0]
+  return _cached(("get", ref, idx, dyn), lambda: _box_trace(fn, ref, list(dyn))[0])
 
 
 def _swap_abstract(ref, val, *dyn, idx):
   def fn(b, d, e):
     t, i = _target(b, idx, d)
     return [t.swap(e[0], i)]
-  return _box_trace(fn, ref, list(dyn), [val])[0], frozenset([_write_effect])
+  out = _cached(("swap", ref, idx, val, dyn),
+                lambda: _box_trace(fn, ref, list(dyn), [val])[0])
+  return out, frozenset([_write_effect])
 
 
 def _addupdate_abstract(ref, val, *dyn, idx):
@@ -196,7 +214,7 @@ def _addupdate_abstract(ref, val, *dyn, idx):
     t, i = _target(b, idx, d)
     t.addupdate(e[0], i)
     return []
-  _box_trace(fn, ref, list(dyn), [val])
+  _cached(("addupdate", ref, idx, val, dyn), lambda: _box_trace(fn, ref, list(dyn), [val]))
   return [], frozenset([_write_effect])
 
 
