@@ -8,6 +8,9 @@ values -- one message per other process of the group, ``isend`` of ``(key, {rank
 value})`` -- and the group's meeting completes when every other process's message for
 the same key is in.  Every member then reads all values in rank order, so reductions fold
 in the same order (and give the same bits) as on one process with as many devices.
+Large all-reduces go in parts (``reduce``: reduce-scatter then all-gather, each slice
+folded in rank order); ``ppermute``/``all_to_all``/``psum_scatter`` send each process
+only the pieces addressed to its members (``route``).
 
 Nothing blocks: sends are non-blocking requests, arrivals are found by probing
 (``iprobe``/``mprobe``) from the waiting threads, each of which gives up at the
@@ -36,7 +39,7 @@ _TAG_BUF = 0x5a3
 _RAW_MIN = 1024                   # arrays of at least this many bytes travel unpickled
 _RAW_KINDS = frozenset("biufcV")
 _SPIN_SECONDS = 2e-4              # poll without sleeping this long before backing off
-_PARTS_MIN = 256 << 10             # all-reduces of smaller values take one round
+_PARTS_MIN = 256 << 10            # all-reduces of smaller values take one round
 _SCRATCH_MAX = 256 << 20          # bytes of reduce-scatter receive buffers kept for reuse
 
 _world = None          # the MPITransport once initialized
