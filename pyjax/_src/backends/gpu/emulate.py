@@ -176,11 +176,9 @@ def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", revers
   """Run the CUDA kernels of ``closed`` (a ClosedJaxpr) on ``args`` (NumPy arrays) on
   the CPU: the program's outputs as NumPy arrays.  ``max_blocks`` caps the grid, so the
   kernels' stride loops run several iterations; ``reverse`` runs the threads of a block
-  in reverse order between barriers.  Every group must be a loop group."""
+  in reverse order between barriers.  Dot and host groups (no kernels) run the CPU
+  compiler's NumPy steps, as cuBLAS/CuPy steps would stand between the kernels."""
   prog = codegen_cuda.lower(closed, name)
-  for g, k in prog.steps:
-    if k is None:
-      raise codegen_cuda.Unsupported(f"group {g!r} is not an emitted kernel")
   lib = build(prog.kernels, block)
   lib.pj_set_reverse(ctypes.c_int(1 if reverse else 0))
   fu = prog.fu
@@ -198,7 +196,10 @@ def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", revers
         b = np.empty(rv.shape, rv.dtype)
       bufs[rv] = b
     return b
-  for _, k in prog.steps:
+  for g, k in prog.steps:
+    if k is None:
+      _host_step(g.node, buf, bufs, fu)
+      continue
     ptrs = (ctypes.c_void_p * len(k.params))(*[buf(v).ctypes.data for v, _ in k.params])
     grid, _ = codegen_cuda.launch_config(k, max_blocks)
     if getattr(lib, f"pj_launch_{k.name}")(ptrs, ctypes.c_long(grid), ctypes.c_int(block)):
@@ -210,3 +211,23 @@ def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", revers
     else:
       outs.append(buf(v).reshape(v.shape) if math.prod(v.shape) else np.empty(v.shape, v.dtype))
   return outs
+
+
+def _host_step(node, buf, bufs, fu):
+  """Run a dot/host group's node with the CPU compiler's NumPy step implementations."""
+  from pyjax._src.backends.cpu.compiler import driver
+  impls = getattr(_host_step, "impls", None)
+  if impls is None:
+    impls = _host_step.impls = driver._impls()
+  ins = [np.asarray(x.value, x.dtype) if type(x) is Lit else buf(x).reshape(x.shape)
+         for x in node.ins]
+  impl = impls.get(node.prim)
+  if impl is not None:
+    out = impl(*ins, **node.params)
+    multiple = len(node.outs) > 1 or (node.primitive is not None
+                                     and node.primitive.multiple_results)
+    outs = list(out) if multiple else [out]
+  else:
+    outs = driver._python_impl_runner(node)(*ins)
+  for o, v in zip(outs, node.outs):
+    bufs[plan.root(fu, v)] = np.ascontiguousarray(driver._fix_output(o, v.dtype, v.shape))
