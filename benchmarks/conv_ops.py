@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
 
 import numpy as np
 
 SHAPES = {"conv1": (16, 28, 1, 32), "conv2": (16, 14, 32, 64)}   # N, H(=W), C, O
 
 
-def cases(jax, lax):
-  """[(name, jitted function, args)] for one library (``jax`` is JAX or pyjax)."""
+def cases(jax, lax, calls):
+  """[(name, callable, calls per timing)] for one library (``jax`` is JAX or pyjax): each
+  callable runs one jitted convolution (or gradient) and waits for it."""
   dn = ("NHWC", "HWIO", "NHWC")
   rng = np.random.default_rng(0)
   out = []
@@ -34,12 +34,15 @@ def cases(jax, lax):
     def conv(x, w):
       return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
     g = jax.numpy.ones_like(conv(x, w))
-    out.append((f"{name} fwd", jax.jit(conv), (x, w)))
-    out.append((f"{name} dW", jax.jit(lambda x, w, g, conv=conv: jax.vjp(conv, x, w)[1](g)[1]),
-                (x, w, g)))
+    fwd = jax.jit(conv)
+    dw = jax.jit(lambda x, w, g, conv=conv: jax.vjp(conv, x, w)[1](g)[1])
+    out.append((f"{name} fwd", lambda f=fwd, x=x, w=w: f(x, w).block_until_ready(), calls))
+    out.append((f"{name} dW", lambda f=dw, x=x, w=w, g=g: f(x, w, g).block_until_ready(),
+                calls))
     if name == "conv2":
-      out.append((f"{name} dX",
-                  jax.jit(lambda x, w, g, conv=conv: jax.vjp(conv, x, w)[1](g)[0]), (x, w, g)))
+      dx = jax.jit(lambda x, w, g, conv=conv: jax.vjp(conv, x, w)[1](g)[0])
+      out.append((f"{name} dX", lambda f=dx, x=x, w=w, g=g: f(x, w, g).block_until_ready(),
+                  calls))
   return out
 
 
@@ -49,34 +52,15 @@ def main(argv=None):
   p.add_argument("--calls", type=int, default=20, help="calls per timing")
   args = p.parse_args(argv)
   os.environ.setdefault("PYJAX_COMPILE", "sync")
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  from eager_transcendental import run_table
   import pyjax
   from pyjax import lax as plax
   import jax
   jax.config.update("jax_platforms", "cpu")
   from jax import lax as jlax
-  libs = {"pyjax": cases(pyjax, plax), "jax": cases(jax, jlax)}
-  for lib in libs.values():
-    for _, fn, a in lib:
-      for _ in range(5):
-        fn(*a).block_until_ready()
-  wall = {(l, i): [] for l in libs for i in range(len(libs["pyjax"]))}
-  cpu = {k: [] for k in wall}
-  for _ in range(args.rounds):
-    for i in range(len(libs["pyjax"])):
-      for lib in libs:
-        _, fn, a = libs[lib][i]
-        w0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(args.calls):
-          fn(*a).block_until_ready()
-        wall[(lib, i)].append((time.perf_counter() - w0) / args.calls * 1e6)
-        cpu[(lib, i)].append((time.process_time() - c0) / args.calls * 1e6)
-  print(f"load average {os.getloadavg()[0]:.2f}; medians of {args.rounds} rounds (µs)")
-  print(f"{'case':10s}{'pyjax wall':>12s}{'JAX wall':>10s}{'ratio':>7s}"
-        f"{'pyjax CPU':>11s}{'JAX CPU':>9s}{'ratio':>7s}")
-  for i, (name, _, _) in enumerate(libs["pyjax"]):
-    wp, wj = (statistics.median(wall[(l, i)]) for l in ("pyjax", "jax"))
-    cp, cj = (statistics.median(cpu[(l, i)]) for l in ("pyjax", "jax"))
-    print(f"{name:10s}{wp:12.1f}{wj:10.1f}{wp / wj:7.2f}{cp:11.1f}{cj:9.1f}{cp / cj:7.2f}")
+  run_table({"pyjax": cases(pyjax, plax, args.calls), "jax": cases(jax, jlax, args.calls)},
+            args.rounds)
 
 
 if __name__ == "__main__":

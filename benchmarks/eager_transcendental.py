@@ -38,6 +38,35 @@ def cases(m):
   ]
 
 
+def run_table(libs, rounds, note=""):
+  """Time ``libs`` ({"pyjax": cases, "jax": cases}, the same cases in the same order, each
+  ``(name, callable, calls per timing)``) alternately within each of ``rounds`` rounds
+  (after two warm-up calls each) and print the medians of wall and process CPU time per
+  call and pyjax/JAX."""
+  for lib in libs.values():
+    for _, fn, _ in lib:
+      fn()
+      fn()
+  wall = {(l, i): [] for l in libs for i in range(len(libs["pyjax"]))}
+  cpu = {k: [] for k in wall}
+  for _ in range(rounds):
+    for i in range(len(libs["pyjax"])):
+      for lib in libs:
+        _, fn, n = libs[lib][i]
+        w0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(n):
+          fn()
+        wall[(lib, i)].append((time.perf_counter() - w0) / n * 1e6)
+        cpu[(lib, i)].append((time.process_time() - c0) / n * 1e6)
+  print(f"load average {os.getloadavg()[0]:.2f}{note}; medians of {rounds} rounds (µs)")
+  print(f"{'case':10s}{'pyjax wall':>12s}{'JAX wall':>10s}{'ratio':>7s}"
+        f"{'pyjax CPU':>11s}{'JAX CPU':>9s}{'ratio':>7s}")
+  for i, (name, _, _) in enumerate(libs["pyjax"]):
+    wp, wj = (statistics.median(wall[(l, i)]) for l in ("pyjax", "jax"))
+    cp, cj = (statistics.median(cpu[(l, i)]) for l in ("pyjax", "jax"))
+    print(f"{name:10s}{wp:12.2f}{wj:10.2f}{wp / wj:7.2f}{cp:11.2f}{cj:9.2f}{cp / cj:7.2f}")
+
+
 def main(argv=None):
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--rounds", type=int, default=25)
@@ -47,30 +76,8 @@ def main(argv=None):
   import jax
   jax.config.update("jax_platforms", "cpu")
   import jax.numpy as jjnp
-  libs = {"pyjax": cases(pjnp), "jax": cases(jjnp)}
-  for lib in libs.values():
-    for _, fn, _ in lib:
-      fn()
-      fn()
-  wall = {(l, i): [] for l in libs for i in range(len(libs["pyjax"]))}
-  cpu = {k: [] for k in wall}
-  for _ in range(args.rounds):
-    for i in range(len(libs["pyjax"])):
-      for lib in libs:
-        _, fn, n = libs[lib][i]
-        w0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(n):
-          fn()
-        wall[(lib, i)].append((time.perf_counter() - w0) / n * 1e6)
-        cpu[(lib, i)].append((time.process_time() - c0) / n * 1e6)
-  print(f"load average {os.getloadavg()[0]:.2f}; PYJAX_TIER_NATIVE="
-        f"{os.environ.get('PYJAX_TIER_NATIVE', '1')}; medians of {args.rounds} rounds (µs)")
-  print(f"{'case':10s}{'pyjax wall':>12s}{'JAX wall':>10s}{'ratio':>7s}"
-        f"{'pyjax CPU':>11s}{'JAX CPU':>9s}{'ratio':>7s}")
-  for i, (name, _, _) in enumerate(libs["pyjax"]):
-    wp, wj = (statistics.median(wall[(l, i)]) for l in ("pyjax", "jax"))
-    cp, cj = (statistics.median(cpu[(l, i)]) for l in ("pyjax", "jax"))
-    print(f"{name:10s}{wp:12.2f}{wj:10.2f}{wp / wj:7.2f}{cp:11.2f}{cj:9.2f}{cp / cj:7.2f}")
+  run_table({"pyjax": cases(pjnp), "jax": cases(jjnp)}, args.rounds,
+            f"; PYJAX_TIER_NATIVE={os.environ.get('PYJAX_TIER_NATIVE', '1')}")
 
 
 if __name__ == "__main__":
