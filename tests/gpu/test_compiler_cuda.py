@@ -157,6 +157,16 @@ def test_vectorized_kernel_uses_vector_loads_and_stores():
   assert _lower("vec_offsets")[0].kernels[0].vec == 4  # offsets by whole vectors
 
 
+@pytest.mark.skipif(not (HAVE_NVRTC and nvrtc.available("cupy")),
+                    reason="needs both cuda-bindings and CuPy's NVRTC")
+def test_cupy_nvrtc_gives_the_same_ptx():
+  # the GPU launcher compiles with CuPy's NVRTC wrapper and exactly pyjax's options
+  if nvrtc.version("cupy") != nvrtc.version():
+    pytest.skip("different NVRTC versions")
+  src = codegen_cuda.module_source(_lower("softmax")[0].kernels)
+  assert nvrtc.compile_ptx(src, backend="cupy")[0] == nvrtc.compile_ptx(src)[0]
+
+
 @needs_cxx
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_emulated_kernels_match_cpu(name):

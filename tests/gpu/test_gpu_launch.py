@@ -111,8 +111,8 @@ class _EmuModule:
   """``cupy.RawModule``: the CUDA source compiled for the CPU (emulate.py), a kernel's
   launch entry made from its arguments' dtypes at its first call."""
 
-  def __init__(self, code, options=(), backend="nvrtc"):
-    self.code, self.options = code, options
+  def __init__(self, code):
+    self.code = code
 
   def get_function(self, name):
     from pyjax._src.backends.gpu import emulate
@@ -144,11 +144,12 @@ def emulated_cupy(monkeypatch):
   mod = types.ModuleType("cupy")
   mod.ndarray = _EmuArray
   mod.empty = lambda shape, dtype: np.empty(shape, dtype).view(_EmuArray)
-  mod.RawModule = _EmuModule
   mod.cuda = types.SimpleNamespace(Device=_Ctx, Stream=_Ctx, runtime=runtime,
                                    MemoryPool=lambda: pool,
                                    using_allocator=lambda f: contextlib.nullcontext())
   monkeypatch.setitem(sys.modules, "cupy", mod)
+  from pyjax._src.backends.gpu import launch   # the module: emulated instead of PTX
+  monkeypatch.setattr(launch, "load_module", lambda device, source: _EmuModule(source))
   return mod
 
 

@@ -5,9 +5,10 @@
 stream on which every copy and kernel runs in order.  ``to_device`` / ``to_host`` move
 NumPy arrays in and out (a read waits for the stream, so errors of earlier launches
 surface there).  ``GpuProgram(closed, device)`` lowers a jaxpr with ``codegen_cuda``,
-compiles the translation unit with NVRTC through CuPy's ``RawModule`` once, uploads the
-program's constants once, and each call launches the kernels in order on the stream
-(intermediates and outputs from the pool).
+compiles the translation unit to PTX once with CuPy's NVRTC and pyjax's options
+(``load_module``: cached on disk; ``RawModule(code=...)`` would add ``-ftz=true``),
+loads it as a ``RawModule``, uploads the program's constants once, and each call
+launches the kernels in order on the stream (intermediates and outputs from the pool).
 
 This is the launching layer only: pyjax's Arrays and eager dispatch do not hold device
 buffers yet, so the ``gpu`` platform does not start (docs/gpu.md).  UNVERIFIED on a GPU:
@@ -15,6 +16,10 @@ written against CuPy 14's API and imported here, but no GPU session has run it y
 (``tests/gpu/test_gpu_launch.py``, ``pytest -m gpu``; ``.ci/gpu_check.sh``).
 """
 from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
 
 import numpy as np
 
@@ -69,6 +74,35 @@ class GpuDevice:
     self.stream.synchronize()
 
 
+def ptx_cache_dir():
+  """Where compiled PTX is kept: ``cuda/`` beside the CPU compiler's disk cache (None
+  when that cache is disabled)."""
+  from pyjax._src.backends.cpu.compiler.native import cache
+  d = cache.cache_dir()
+  return None if d is None else os.path.join(os.path.dirname(d), "cuda")
+
+
+def load_module(device, source):
+  """``source`` compiled to PTX for ``device``'s architecture with CuPy's NVRTC and
+  exactly ``nvrtc.OPTIONS`` (cached on disk by a hash of source, options, architecture
+  and NVRTC version; written atomically), loaded as a ``cupy.RawModule``."""
+  arch = f"compute_{device.arch}"
+  ver = nvrtc.version("cupy")
+  key = hashlib.sha256(repr((source, nvrtc.OPTIONS, arch, ver)).encode()).hexdigest()[:32]
+  d = ptx_cache_dir()
+  if d is None:
+    d = tempfile.mkdtemp(prefix="pyjax_ptx_")
+  path = os.path.join(d, f"{key}.ptx")
+  if not os.path.exists(path):
+    ptx, _ = nvrtc.compile_ptx(source, "pyjax.cu", arch, backend="cupy")
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+      f.write(ptx)
+    os.replace(tmp, path)
+  return device.cupy.RawModule(path=path)
+
+
 class GpuProgram:
   """A ClosedJaxpr's CUDA kernels compiled for one ``GpuDevice``; ``program(*arrays)``
   (NumPy arrays or device buffers) returns device buffers for the outputs, without
@@ -82,9 +116,8 @@ class GpuProgram:
       if k is None:
         raise codegen_cuda.Unsupported(f"group {g!r} is not an emitted kernel")
     self.source = codegen_cuda.module_source(self.prog.kernels)
-    cupy = device.cupy
     with device.device:
-      self.module = cupy.RawModule(code=self.source, options=nvrtc.OPTIONS, backend="nvrtc")
+      self.module = load_module(device, self.source)
       self.functions = [self.module.get_function(k.name) for k in self.prog.kernels]
     self.consts = {}
     fu = self.prog.fu

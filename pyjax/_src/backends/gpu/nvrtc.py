@@ -2,8 +2,10 @@
 
 NVRTC is a library: it compiles CUDA C++ to PTX (or a cubin for a named ``sm_XX``)
 without a GPU or a driver, so CPU-only machines check every kernel the emitter produces.
-The packages: ``cuda-bindings`` and ``nvidia-cuda-nvrtc`` (the ``nvrtc`` extra).
-CuPy's own compile path needs a driver and is not used for the check.
+The packages: ``cuda-bindings`` and ``nvidia-cuda-nvrtc`` (the ``nvrtc`` extra), or
+CuPy's own NVRTC wrapper (``backend="cupy"``, which the GPU launcher uses: its NVRTC is
+the CUDA version CuPy was built for, so the PTX suits the driver CuPy runs on).
+``cupy.RawModule(code=...)`` is not used: it adds options of its own (``-ftz=true``).
 """
 from __future__ import annotations
 
@@ -21,22 +23,29 @@ class NvrtcError(RuntimeError):
   """NVRTC rejected a program: the message holds NVRTC's log."""
 
 
-def available():
-  """Whether ``cuda.bindings.nvrtc`` imports and finds the NVRTC library."""
-  if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.bindings") is None:
-    return False
+def available(backend="cuda-bindings"):
+  """Whether NVRTC can be used through ``backend``: "cuda-bindings"
+  (``cuda.bindings.nvrtc``) or "cupy" (CuPy's own NVRTC wrapper, whose library matches
+  CuPy's CUDA version; it too works without a GPU)."""
   try:
-    from cuda.bindings import nvrtc
-    err, _, _ = nvrtc.nvrtcVersion()
-    return int(err) == 0
-  except Exception:   # the library missing (pathfinder's DynamicLibNotFoundError), ...
+    version(backend)
+    return True
+  except Exception:   # not installed, the library missing (pathfinder's error), ...
     return False
 
 
-def version():
-  """NVRTC's (major, minor)."""
+def version(backend="cuda-bindings"):
+  """NVRTC's (major, minor) through ``backend``."""
+  if backend == "cupy":
+    from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+    major, minor = cupy_nvrtc.getVersion()
+    return int(major), int(minor)
+  if importlib.util.find_spec("cuda") is None or importlib.util.find_spec("cuda.bindings") is None:
+    raise ImportError("cuda-bindings is not installed")
   from cuda.bindings import nvrtc
-  _, major, minor = nvrtc.nvrtcVersion()
+  err, major, minor = nvrtc.nvrtcVersion()
+  if int(err):
+    raise NvrtcError(f"nvrtcVersion failed: {err}")
   return int(major), int(minor)
 
 
@@ -58,15 +67,20 @@ def _log(prog):
   return buf.split(b"\x00")[0].strip().decode(errors="replace")
 
 
-def compile_ptx(source, name="pyjax.cu", arch=DEFAULT_ARCH, options=OPTIONS):
-  """PTX text of ``source`` compiled for ``arch`` (``compute_XX`` gives PTX, ``sm_XX``
-  too).  Raises ``NvrtcError`` with NVRTC's log when the source does not compile;
-  warnings are returned in the second result: ``(ptx, log)``."""
+def compile_ptx(source, name="pyjax.cu", arch=DEFAULT_ARCH, options=OPTIONS,
+                backend="cuda-bindings"):
+  """PTX text of ``source`` compiled for ``arch`` (``compute_XX``) with exactly
+  ``options`` through ``backend`` ("cuda-bindings" or "cupy").  Raises ``NvrtcError``
+  with NVRTC's log when the source does not compile; returns ``(ptx, log)`` (the log
+  holds any warnings)."""
+  opts = list(options) + [f"--gpu-architecture={arch}"]
+  if backend == "cupy":
+    return _compile_cupy(source, name, opts)
   from cuda.bindings import nvrtc
   prog, = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
                  what="create")
   try:
-    opts = [o.encode() for o in options] + [f"--gpu-architecture={arch}".encode()]
+    opts = [o.encode() for o in opts]
     _check(nvrtc.nvrtcCompileProgram(prog, len(opts), opts), prog, "compile")
     n, = _check(nvrtc.nvrtcGetPTXSize(prog), prog, "PTX size")
     buf = b" " * n
@@ -74,3 +88,21 @@ def compile_ptx(source, name="pyjax.cu", arch=DEFAULT_ARCH, options=OPTIONS):
     return buf.rstrip(b"\x00").decode(), _log(prog)
   finally:
     nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _compile_cupy(source, name, opts):
+  """``compile_ptx`` through CuPy's NVRTC wrapper (no option of CuPy's own added, unlike
+  ``cupy.RawModule(code=...)``, which adds ``-ftz=true`` and a second
+  ``-default-device``)."""
+  from cupy_backends.cuda.libs import nvrtc as cupy_nvrtc
+  prog = cupy_nvrtc.createProgram(source, name, (), ())
+  try:
+    try:
+      cupy_nvrtc.compileProgram(prog, opts)
+    except cupy_nvrtc.NVRTCError as e:
+      raise NvrtcError(f"NVRTC compile failed: {e}\n{cupy_nvrtc.getProgramLog(prog)}") from None
+    ptx = cupy_nvrtc.getPTX(prog)
+    ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
+    return ptx.rstrip("\x00"), cupy_nvrtc.getProgramLog(prog).strip("\x00 \n")
+  finally:
+    cupy_nvrtc.destroyProgram(prog)
