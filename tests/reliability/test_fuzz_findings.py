@@ -39,6 +39,24 @@ def test_eager_float_op_with_int_beyond_int32_without_jax():
   assert (jnp.ones(3) + (2**31 - 1)).dtype == jnp.float32
 
 
+@pytest.mark.parametrize("name", ["add", "multiply", "bitwise_and", "maximum", "equal",
+                                  "where"])
+def test_eager_ops_on_weak_bools(name):
+  """isnan of a weakly typed float is a weak bool (as in JAX); a binary op on two weak bools
+  promotes to strong bool.  pyjax's eager fast paths (two Arrays of one dtype and weak
+  type: nothing to convert) kept the result weak; jit did not.  Found by the eager tier
+  (seed 716185: ``add(isnan(3 / b), isnan(3 / b))``)."""
+  jax = pytest.importorskip("jax")
+
+  def f(mods):
+    m = mods.numpy
+    w = m.isnan(3 / m.asarray(True))
+    fn = (lambda a, b: m.where(a, a, b)) if name == "where" else getattr(m, name)
+    r = fn(w, w)
+    return r.dtype, r.weak_type, w.weak_type
+  assert f(pyjax) == f(jax)
+
+
 def test_fuzz_eager_tier_extended_ops():
   """The eager tier (op by op, no jit) on programs that draw the integer edge-case ops."""
   pytest.importorskip("jax")

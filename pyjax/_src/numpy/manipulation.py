@@ -784,7 +784,8 @@ def _where(condition, x, y):
   # fast path: a bool Array condition and two Arrays of one shape, dtype and weak type
   if (type(condition) is _ArrayImpl and type(x) is _ArrayImpl and type(y) is _ArrayImpl
       and condition.dtype == dtypes.bool_ and x.aval == y.aval
-      and condition.shape == x.shape):
+      and condition.shape == x.shape
+      and not (x.aval.weak_type and x.dtype == dtypes.bool_)):  # weak bools: strong result
     return lax_e.select_n(condition, y, x)
   check_arraylike("where", condition, x, y)
   condition = _asarray(condition)

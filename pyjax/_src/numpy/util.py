@@ -45,7 +45,8 @@ def promote_dtypes(*args):
     x, y = args
     if type(x) is ArrayImpl and type(y) is ArrayImpl:  # fast path: nothing to convert
       ax, ay = x.aval, y.aval
-      if (ax.dtype is ay.dtype or ax.dtype == ay.dtype) and ax.weak_type == ay.weak_type:
+      if ((ax.dtype is ay.dtype or ax.dtype == ay.dtype) and ax.weak_type == ay.weak_type
+          and not (ax.weak_type and ax.dtype == dtypes.bool_)):  # weak bools promote to bool
         return [x, y]
   avals = [_aval(x) for x in args]
   to_dtype, weak = dtypes.lattice_result_type(*[(a.dtype, a.weak_type) for a in avals])
@@ -273,7 +274,8 @@ def promote_args(fun_name, *args):
       if ty is ArrayImpl:
         ay = y.aval
         if ax.dtype == ay.dtype and ax.weak_type == ay.weak_type and (
-            ax.shape == ay.shape or not ay.shape or not ax.shape):
+            ax.shape == ay.shape or not ay.shape or not ax.shape) and not (
+            ax.weak_type and ax.dtype == dtypes.bool_):  # weak bools promote to strong bool
           return args
       elif ty is float or ty is int:
         ys = _scalar_like(ax, y)
