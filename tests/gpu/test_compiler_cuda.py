@@ -212,6 +212,19 @@ def test_unsupported_primitive_raises():
     codegen_cuda.lower(closed)
 
 
+def test_too_many_block_reductions_raise():
+  # 24 float64 row sums in one kernel need 48 KiB of shared memory, 25 more than a block
+  # may have (each phase reduces what the previous one left)
+  def chain(x):
+    for _ in range(25):
+      x = x - jnp.sum(x, -1, keepdims=True)
+    return x
+  with _x64(True):
+    closed = jax.make_jaxpr(chain)(np.ones((3, 40), np.float64))
+  with pytest.raises(codegen_cuda.Unsupported, match="shared memory"):
+    codegen_cuda.lower(closed)
+
+
 def test_launch_config():
   prog, _, _, _ = _lower("softmax")
   (k,) = prog.kernels

@@ -51,6 +51,7 @@ from pyjax._src.backends.cpu.compiler.kernels import vmath
 
 BLOCK = 256          # threads per block (the row kernels' tree assumes a power of two)
 VEC_BYTES = 16       # one vector load: float4 / double2 / int4 / longlong2
+SHARED_BYTES = 48 * 1024   # static shared memory a block may use on every CUDA GPU
 
 _DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -312,6 +313,11 @@ class CudaKernelGen(KernelGen):
         "for (int64_t o = blockIdx.x; o < {n}LL; o += gridDim.x) {{")
     phase = self._phases()
     reductions = [m for m in self.g.members if self.fu.kind[m] == fusion.REDUCE]
+    shared = sum(BLOCK * (np.dtype(m.ins[0].dtype).itemsize
+                          + (8 if m.prim in ("argmax", "argmin") else 0)) for m in reductions)
+    if shared > SHARED_BYTES:
+      raise Unsupported(f"{len(reductions)} block reductions need {shared} bytes of shared "
+                        f"memory (at most {SHARED_BYTES})")
     nphase = max([phase[m] for m in reductions] + [0])
     out_phase = {v: min(phase[m] + 1, nphase + 1) for v, m in full_outs}
     for ph in range(1, nphase + 2):
