@@ -51,7 +51,6 @@ from pyjax._src.backends.cpu.compiler.kernels import vmath
 
 BLOCK = 256          # threads per block (the row kernels' tree assumes a power of two)
 VEC_BYTES = 16       # one vector load: float4 / double2 / int4 / longlong2
-SHARED_BYTES = 48 * 1024   # static shared memory a block may use on every CUDA GPU
 
 _DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -313,11 +312,6 @@ class CudaKernelGen(KernelGen):
         "for (int64_t o = blockIdx.x; o < {n}LL; o += gridDim.x) {{")
     phase = self._phases()
     reductions = [m for m in self.g.members if self.fu.kind[m] == fusion.REDUCE]
-    shared = sum(BLOCK * (np.dtype(m.ins[0].dtype).itemsize
-                          + (8 if m.prim in ("argmax", "argmin") else 0)) for m in reductions)
-    if shared > SHARED_BYTES:
-      raise Unsupported(f"{len(reductions)} block reductions need {shared} bytes of shared "
-                        f"memory (at most {SHARED_BYTES})")
     nphase = max([phase[m] for m in reductions] + [0])
     out_phase = {v: min(phase[m] + 1, nphase + 1) for v, m in full_outs}
     for ph in range(1, nphase + 2):
@@ -339,9 +333,11 @@ class CudaKernelGen(KernelGen):
     x = m.ins[0]
     ct = elementwise_c.compute_type(x.dtype)
     arg = m.prim in ("argmax", "argmin")
-    self.line(f"__shared__ {ct} {acc}_s[PJ_BLOCK];")
+    # one shared scratch serves every tree of the kernel: each tree ends with a barrier
+    # after its result is read, so the next one may overwrite it (4 KiB per block)
+    self.line(f"{ct} *const {acc}_s = reinterpret_cast<{ct} *>(pj_shared);")
     if arg:
-      self.line(f"__shared__ int64_t {acc}_si[PJ_BLOCK];")
+      self.line(f"int64_t *const {acc}_si = pj_shared_i;")
       self.line(f"{acc}_si[threadIdx.x] = {acc}_i;")
     self.line(f"{acc}_s[threadIdx.x] = {acc};")
     self.line("__syncthreads();")
@@ -395,6 +391,9 @@ class CudaKernelGen(KernelGen):
       params.append(f"{q}{st} *__restrict__ {self.pnames[rv]}")
     src = [f'extern "C" __global__ void __launch_bounds__(PJ_BLOCK) {self.name}('
            f'{", ".join(params)}) {{']
+    if kind == "row":   # the block trees' scratch (8-byte slots hold every dtype)
+      src += ["  __shared__ uint64_t pj_shared[PJ_BLOCK];",
+              "  __shared__ int64_t pj_shared_i[PJ_BLOCK];"]
     src += ["  " + ln for ln in body]
     src.append("}")
     return "\n".join(src) + "\n", tuple((rv, rv in outs) for rv in self.params), kind
