@@ -266,3 +266,15 @@ def test_against_jax(expr, jax):
       eval(expr, dict(jnp=pjnp))
     return
   check_both(expr, ENV, jax, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_mean_jaxpr_divides_by_a_literal_count_as_jax(keepdims):
+  """The count is a literal of the computation dtype (`div x 4.0:f32[]`), not a staged
+  conversion of an int32 literal: make_jaxpr's text equals JAX's."""
+  jax = pytest.importorskip("jax")
+  x = np.ones((3, 4), np.float32)
+  ours = str(pyjax.make_jaxpr(lambda v: pjnp.mean(v, axis=-1, keepdims=keepdims))(x))
+  theirs = str(jax.make_jaxpr(lambda v: jax.numpy.mean(v, axis=-1, keepdims=keepdims))(x))
+  assert ours == theirs
+  assert "div" in ours and "4.0:f32[]" in ours

@@ -388,7 +388,7 @@ def _axis_size(shape, axis):
 def _count(a, axis, keepdims, where, dtype):
   if where is None:
     n = math.prod(a.shape) if axis is None else _axis_size(a.shape, axis)
-    return _convert(n, dtype)
+    return np.array(n, dtype)  # a literal in jaxprs (`div x 4.0:f32[]`), as JAX stages it
   return sum(_broadcast_to(where, a.shape), axis, dtype=dtype, keepdims=keepdims)
 
 
