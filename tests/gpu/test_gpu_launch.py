@@ -165,3 +165,24 @@ def test_gpu_program_bookkeeping_with_emulated_cupy(name, emulated_cupy):
   prog = launch.GpuProgram(closed, dev, name)
   outs = [dev.to_host(b) for b in prog(*args)]
   t.assert_matches(outs, ref, t.PROGRAMS[name][3])
+
+
+def test_gpu_program_runs_dot_and_host_steps_between_kernels(emulated_cupy):
+  """A dense layer (a dot group), digamma (a host group) and fused kernels around them."""
+  import pyjax
+  import pyjax.numpy as jnp
+  from pyjax._src.backends.gpu import launch
+
+  def f(x, w, b):
+    h = jnp.tanh(x @ w + b)
+    return pyjax.nn.softmax(h, axis=-1), pyjax.lax.digamma(h + 2) * 2
+  rng = np.random.default_rng(0)
+  args = (rng.standard_normal((8, 16), np.float32), rng.standard_normal((16, 32), np.float32),
+          rng.standard_normal(32, np.float32))
+  closed = pyjax.make_jaxpr(f)(*args)
+  ref = [np.asarray(r) for r in pyjax.jit(f)(*args)]
+  dev = launch.GpuDevice(0, memory.MemorySettings(None, False, True))
+  prog = launch.GpuProgram(closed, dev, "layer")
+  assert {g.kind for g, k in prog.prog.steps if k is None} == {"dot", "host"}
+  outs = [dev.to_host(b) for b in prog(*args)]
+  _programs().assert_matches(outs, ref, 1e-6)

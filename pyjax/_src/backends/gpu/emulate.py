@@ -30,7 +30,7 @@ import tempfile
 
 import numpy as np
 
-from pyjax._src.backends.gpu import codegen_cuda
+from pyjax._src.backends.gpu import codegen_cuda, host_steps
 from pyjax._src.backends.cpu.compiler import plan
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit
 from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
@@ -198,7 +198,9 @@ def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", revers
     return b
   for g, k in prog.steps:
     if k is None:
-      _host_step(g.node, buf, bufs, fu)
+      outs = host_steps.run(g.node, [buf(x) for x in g.node.ins if type(x) is not Lit])
+      for o, v in zip(outs, g.node.outs):
+        bufs[plan.root(fu, v)] = o
       continue
     ptrs = (ctypes.c_void_p * len(k.params))(*[buf(v).ctypes.data for v, _ in k.params])
     grid, _ = codegen_cuda.launch_config(k, max_blocks)
@@ -211,23 +213,3 @@ def run(closed, args, max_blocks=4, block=codegen_cuda.BLOCK, name="emu", revers
     else:
       outs.append(buf(v).reshape(v.shape) if math.prod(v.shape) else np.empty(v.shape, v.dtype))
   return outs
-
-
-def _host_step(node, buf, bufs, fu):
-  """Run a dot/host group's node with the CPU compiler's NumPy step implementations."""
-  from pyjax._src.backends.cpu.compiler import driver
-  impls = getattr(_host_step, "impls", None)
-  if impls is None:
-    impls = _host_step.impls = driver._impls()
-  ins = [np.asarray(x.value, x.dtype) if type(x) is Lit else buf(x).reshape(x.shape)
-         for x in node.ins]
-  impl = impls.get(node.prim)
-  if impl is not None:
-    out = impl(*ins, **node.params)
-    multiple = len(node.outs) > 1 or (node.primitive is not None
-                                     and node.primitive.multiple_results)
-    outs = list(out) if multiple else [out]
-  else:
-    outs = driver._python_impl_runner(node)(*ins)
-  for o, v in zip(outs, node.outs):
-    bufs[plan.root(fu, v)] = np.ascontiguousarray(driver._fix_output(o, v.dtype, v.shape))

@@ -25,7 +25,7 @@ import numpy as np
 
 from pyjax._src.backends.cpu.compiler import plan
 from pyjax._src.backends.cpu.compiler.ir import CONST, INPUT, Lit
-from pyjax._src.backends.gpu import codegen_cuda, memory, nvrtc
+from pyjax._src.backends.gpu import codegen_cuda, host_steps, memory, nvrtc
 
 
 class GpuDevice:
@@ -106,23 +106,23 @@ def load_module(device, source):
 class GpuProgram:
   """A ClosedJaxpr's CUDA kernels compiled for one ``GpuDevice``; ``program(*arrays)``
   (NumPy arrays or device buffers) returns device buffers for the outputs, without
-  waiting.  Raises ``codegen_cuda.Unsupported`` for programs with dot or host groups
-  (cuBLAS and CuPy steps are not wired here yet)."""
+  waiting unless the program has dot or host groups: those run on the host
+  (``host_steps``; cuBLAS and CuPy steps are not built yet), their operands copied out
+  and their results back."""
 
   def __init__(self, closed, device, name="jaxpr"):
     self.device = device
     self.prog = codegen_cuda.lower(closed, name)
-    for g, k in self.prog.steps:
-      if k is None:
-        raise codegen_cuda.Unsupported(f"group {g!r} is not an emitted kernel")
     self.source = codegen_cuda.module_source(self.prog.kernels)
     with device.device:
       self.module = load_module(device, self.source)
       self.functions = [self.module.get_function(k.name) for k in self.prog.kernels]
     self.consts = {}
     fu = self.prog.fu
-    for _, k in self.prog.steps:
-      for v, _ in k.params:
+    for g, k in self.prog.steps:
+      vals = [v for v, _ in k.params] if k is not None else [
+          x for x in g.node.ins if type(x) is not Lit]
+      for v in vals:
         rv = plan.root(fu, v)
         if rv.kind == CONST and rv not in self.consts:
           self.consts[rv] = device.to_device(np.asarray(rv.const, rv.dtype))
@@ -147,9 +147,16 @@ class GpuProgram:
             b = cupy.empty(rv.shape, rv.dtype)
           bufs[rv] = b
         return b
-      for k, fn in zip(self.prog.kernels, self.functions):
+      fns = iter(self.functions)
+      for g, k in self.prog.steps:
+        if k is None:   # a dot/host group: on the host for now (waits for the stream)
+          node = g.node
+          ins = [dev.to_host(buf(x)) for x in node.ins if type(x) is not Lit]
+          for o, v in zip(host_steps.run(node, ins), node.outs):
+            bufs[plan.root(fu, v)] = dev.to_device(o)
+          continue
         grid, block = codegen_cuda.launch_config(k)
-        fn((grid,), (block,), tuple(buf(v) for v, _ in k.params))
+        next(fns)((grid,), (block,), tuple(buf(v) for v, _ in k.params))
       outs = []
       for v in self.prog.program.outputs:
         if type(v) is Lit:
