@@ -299,13 +299,41 @@ def _row_block_source(name, ctx, t, dbl, tb, g, corder, xstride, rorder, R, K, o
     L.append(f"{ind}const int64_t {kind}{ax} = rr % {size}; rr /= {size};")
   _gather_row(L, ind, t, g, corder, xstride)
   L.append("    }")
-  L.append(f"    pj_gemm_job job = {{{dbl}, 0, {tb}, r1 - r0, {og}, {K}, 1, Ab, cx->B, "
-           f"cx->C + r0 * {og}}};")
-  L.append("    pj_gemm_block(&job, 0, 0, r1 - r0, 0, " + str(og) + ");")
+  if R <= BR and R <= FEW_ROWS and og <= FEW_ROWS * 4 and not tb:
+    L += _few_rows_product(t, R, K, og)
+  else:
+    L.append(f"    pj_gemm_job job = {{{dbl}, 0, {tb}, r1 - r0, {og}, {K}, 1, Ab, cx->B, "
+             f"cx->C + r0 * {og}}};")
+    L.append("    pj_gemm_block(&job, 0, 0, r1 - r0, 0, " + str(og) + ");")
   L.append("  }")
   L.append("  pj_unscratch(Ab);")
   L.append("}")
   return L
+
+
+FEW_ROWS = 16   # a product of at most this many rows (and 4x as many columns): no BLAS
+
+
+def _few_rows_product(t, R, K, og):
+  """C multiplying the gathered ``R x K`` rows ``Ab`` (one block: every row) by the
+  ``K x og`` kernel matrix into ``C`` without BLAS: a long contraction into a small
+  product (the kernel gradient of a first layer, e.g. 9 x 12544 times 12544 x 32), where
+  BLAS would spend most of its time packing the ``K x og`` operand.  The ``R x og``
+  accumulators stay in registers; each sums its k terms in order (the same code on both
+  tiers)."""
+  return [
+      f"    {t} acc[{R}][{og}];",
+      f"    for (int r = 0; r < {R}; r++) for (int o = 0; o < {og}; o++) acc[r][o] = 0;",
+      f"    const {t} *restrict Bk = cx->B;",
+      f"    for (int64_t k = 0; k < {K}; k++, Bk += {og}) {{",
+      f"      _Pragma(\"GCC unroll {R}\") for (int r = 0; r < {R}; r++) {{",
+      f"        const {t} av = Ab[r * {K} + k];",
+      "        #pragma omp simd",
+      f"        for (int o = 0; o < {og}; o++) acc[r][o] += av * Bk[o];",
+      "      }",
+      "    }",
+      f"    for (int r = 0; r < {R}; r++) for (int o = 0; o < {og}; o++) "
+      f"cx->C[r * {og} + o] = acc[r][o];"]
 
 
 def _k_chunks(n0, unit, R, og):
