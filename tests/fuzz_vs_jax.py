@@ -339,8 +339,12 @@ for _s in ["shift_left", "shift_right_logical", "shift_right_arithmetic"]:
 for _s in ["left_shift", "right_shift"]:   # jnp's, with a Python int shift
   op("jnp_" + _s + "_scalar", params=_int_operand(_SHIFTS[1:]))(
       lambda m, lax, p, x, _s=_s: getattr(m, _s)(x, p["c"]))
-_DIVISORS = [0, -1, 1, 2, -3, 7, 255, -128]
-for _d in ["div", "rem"]:   # C-style: truncation, x / 0, INT_MIN / -1
+# no constant 0 divisor: JAX 0.10.2's XLA dies of SIGFPE constant-folding an integer lax.div
+# or lax.rem by a constant 0 whose dividend folds to a constant (jit(lambda x: lax.div(
+# jnp.int32(5), jnp.int32(0)))), which would end the campaign; pyjax's division by zero is
+# tested with argument divisors in tests/reliability/test_fuzz_findings.py
+_DIVISORS = [-1, 1, 2, -3, 7, 255, -128]
+for _d in ["div", "rem"]:   # C-style: truncation, INT_MIN / -1
   op("lax_" + _d, params=_int_operand(_DIVISORS))(
       lambda m, lax, p, x, _d=_d: getattr(lax, _d)(x, _full_as(m, x, p["c"])))
 for _d in ["floor_divide", "remainder", "fmod"]:   # jnp's, with a Python int divisor

@@ -57,6 +57,37 @@ def test_eager_ops_on_weak_bools(name):
   assert f(pyjax) == f(jax)
 
 
+_INT_EDGE_OPS = ["div", "rem", "floor_divide", "remainder", "fmod", "shift_left",
+                 "shift_right_logical", "shift_right_arithmetic", "left_shift", "right_shift"]
+
+
+@pytest.mark.parametrize("dt", ["int8", "int32", "uint16"])
+def test_integer_division_and_shift_edges(dt):
+  """x / 0, x % 0, INT_MIN / -1 and shifts by negative or >= bit-width amounts, with the
+  divisors and shift amounts as arguments (a constant 0 divisor of lax.div crashes JAX's
+  XLA constant folding with SIGFPE), eager and jitted on both tiers, against JAX."""
+  jax = pytest.importorskip("jax")
+  from pyjax._src.backends.cpu import executable
+  info = np.iinfo(dt)
+  lo = int(info.min) if info.min < 0 else 2
+  x = np.array([0, 1, lo, int(info.max), 7, lo, -1 if info.min < 0 else 9, 5], dt)
+  y = np.array([0, 0, 0, 0, 3, -1 if info.min < 0 else 1, 2, 3], dt)
+  sh = np.array([-1, 0, 1, 7, 8, 16, 31, 33]).astype(dt)
+
+  def fn(mods, name):   # lax's div, rem and shift_*; jnp's others
+    f = getattr(mods.lax, name) if hasattr(mods.lax, name) else getattr(mods.numpy, name)
+    return f, (sh if "shift" in name else y)
+  for name in _INT_EDGE_OPS:
+    f, b = fn(jax, name)
+    want = np.asarray(jax.jit(f)(x, b))
+    g, _ = fn(pyjax, name)
+    for mode in ("off", "sync"):
+      with executable.compile_mode_override(mode):
+        np.testing.assert_array_equal(np.asarray(pyjax.jit(g)(x, b)), want, err_msg=name)
+    np.testing.assert_array_equal(np.asarray(g(jnp.asarray(x), jnp.asarray(b))), want,
+                                  err_msg=name)
+
+
 def test_fuzz_eager_tier_extended_ops():
   """The eager tier (op by op, no jit) on programs that draw the integer edge-case ops."""
   pytest.importorskip("jax")
