@@ -27,6 +27,10 @@ Kinds (what fusion and the later stages do with the primitive):
 ``rewritten`` replaced by ``simplify`` with other nodes (``add_any`` -> ``add``, two-output
               ``threefry2x32`` / ``iota_2x32_shape`` -> one node per output);
 ``host``      a NumPy step between native segments (the eager implementation).
+              Pallas's kernel-jaxpr primitives (``get``, ``swap``, ``addupdate``,
+              ``program_id``, ``masked_load``, ``masked_swap``, ``run_scoped``) are rows of
+              this kind too: ``pallas_call`` discharges them before the compiler sees its body,
+              and their eager implementation raises if one is ever bound outside a kernel.
 
 Attributes:
 
@@ -58,6 +62,7 @@ acos                          ew         scalar libm float round inexact expensi
 acosh                         ew         scalar libm float round inexact expensive
 add                           ew         scalar
 add_any                       rewritten
+addupdate                     host
 after_all                     host
 all_gather                    host
 all_to_all                    host
@@ -80,7 +85,7 @@ bcoo_spdot_general            host
 bcoo_sum_duplicates           host
 bcoo_todense                  host
 bcoo_transpose                host
-bcsr_dot_general              host
+bcsr_dot_general              kernel
 bcsr_extract                  host
 bcsr_fromdense                host
 bcsr_todense                  host
@@ -154,6 +159,7 @@ fma                           ew         float
 gather                        kernel
 ge                            ew         scalar
 geqrf                         host
+get                           host
 gt                            ew         scalar
 hessenberg                    host
 householder_product           host
@@ -177,6 +183,8 @@ lt                            ew         scalar
 lt_to                         host
 lu                            kernel
 lu_pivots_to_permutation      kernel
+masked_load                   host
+masked_swap                   host
 max                           ew         scalar
 min                           ew         scalar
 mul                           ew         scalar
@@ -201,6 +209,7 @@ population_count              ew         scalar int
 pow                           ew         scalar float round inexact expensive
 ppermute                      host
 precv                         host
+program_id                    host
 psend                         host
 psum                          host
 pure_callback                 host
@@ -234,6 +243,7 @@ rng_bit_generator             host
 rng_uniform                   host
 round                         ew         scalar float
 rsqrt                         ew         scalar float round inexact
+run_scoped                    host
 scaled_dot                    host
 scan                          control
 scatter                       kernel
@@ -267,6 +277,7 @@ stage                         host
 stop_gradient                 identity
 sub                           ew         scalar
 svd                           host
+swap                          host
 symmetric_product             host
 tan                           ew         scalar libm float round inexact expensive
 tanh                          ew         scalar libm float round inexact expensive
