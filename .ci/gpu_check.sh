@@ -20,7 +20,10 @@ echo "driver CUDA ${cuda_major:-?}"
 "$PY" -m pip list 2>/dev/null | grep -i -E "^(jax|jaxlib|jax-cuda|cupy|cuda-bindings|nvidia-cuda-nvrtc)" || true
 # The device machine may have no network: install only what does not import yet (a
 # session can carry wheels in the work tree, e.g. wheels/*.whl, up to the carry limit)
-"$PY" -c "import pyjax" 2>/dev/null || timeout 120 "$PY" -m pip install -q --retries 1 --timeout 15 --no-deps -e . || rc=1
+# pyjax from this checkout without installing it (an offline editable install would need
+# setuptools from the index for its isolated build)
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -c "import pyjax" || rc=1
 if ! "$PY" -c "import cupy" 2>/dev/null; then
   echo "CuPy missing: installing pyjax[$extra]"
   timeout 240 "$PY" -m pip install -q --retries 1 --timeout 15 --find-links wheels "cupy-cuda${extra#cuda}x" || rc=1
