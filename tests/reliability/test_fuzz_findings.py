@@ -88,6 +88,36 @@ def test_integer_division_and_shift_edges(dt):
                                   err_msg=name)
 
 
+_QUOTIENTS = {   # name -> (f(jnp), args)
+    "scalar_into_1": (lambda m: lambda a, b: a / b,
+                      (np.array([1.9127556], np.float32), np.float32(1.6075828))),
+    "row_into_1x1": (lambda m: lambda a, b: a / b,
+                     (np.array([[1.9127556]], np.float32), np.array([1.6075828], np.float32))),
+    "broadcast_to_1": (lambda m: lambda a, b: a / m.broadcast_to(b, (1,)),
+                       (np.array([1.9127556], np.float32), np.float32(1.6075828))),
+    "bool_by_zero_into_1": (lambda m: m.divide, (np.array([False]), np.float32(0))),
+    "scalar_into_2": (lambda m: lambda a, b: a / b,   # a real broadcast: XLA's reciprocal
+                      (np.array([1.9127556, 3.0], np.float32), np.float32(1.6075828))),
+    "bool_by_zero_into_2": (lambda m: m.divide, (np.array([False, True]), np.float32(0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_QUOTIENTS))
+def test_jit_quotient_by_a_divisor_of_the_results_size(name):
+  """XLA computes a / broadcast(b) as a * (1 / b) only when the broadcast adds elements: a
+  scalar divisor of a one-element result is reshaped, and divided by (1.9127556 / 1.6075828
+  and its reciprocal product differ by an ulp; [False] / 0. is NaN, not the select's 0).
+  pyjax's jit took every shape change for a broadcast (found by the fuzzer, seed 717138)."""
+  jax = pytest.importorskip("jax")
+  from pyjax._src.backends.cpu import executable
+  mk, args = _QUOTIENTS[name]
+  want = np.asarray(jax.jit(mk(jax.numpy))(*args))
+  for mode in ("off", "sync"):
+    with executable.compile_mode_override(mode):
+      got = np.asarray(pyjax.jit(mk(jnp))(*args))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=mode)
+
+
 def test_fuzz_eager_tier_extended_ops():
   """The eager tier (op by op, no jit) on programs that draw the integer edge-case ops."""
   pytest.importorskip("jax")

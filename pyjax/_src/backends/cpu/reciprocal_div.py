@@ -41,8 +41,13 @@ def note(eqn, recip_of):
   if name not in ("sqrt", "broadcast_in_dim"):
     return
   o, = eqn.outvars
-  if np.dtype(o.aval.dtype) in ELIGIBLE:
-    recip_of[o] = name
+  if np.dtype(o.aval.dtype) in ELIGIBLE and (
+      name == "sqrt" or _size(o.aval) > _size(eqn.invars[0].aval)):
+    recip_of[o] = name   # (a broadcast adding no element is a reshape in XLA: no rewrite)
+
+
+def _size(aval):
+  return int(np.prod(aval.shape, dtype=np.int64))
 
 
 def match(eqn, recip_of):
@@ -54,8 +59,10 @@ def match(eqn, recip_of):
   if np.dtype(o.aval.dtype) not in ELIGIBLE:
     return None
   a, e = eqn.invars
-  if (_is_literal(e) or tuple(e.aval.shape) != tuple(o.aval.shape)
-      or e in recip_of):
+  # a divisor with as many elements as the quotient (a scalar into shape (1,)) is only
+  # reshaped, and XLA divides: jit(jnp.divide)(jnp.array([False]), 0.) is NaN in JAX
+  if (_is_literal(e) or e in recip_of
+      or (tuple(e.aval.shape) != tuple(o.aval.shape) and _size(e.aval) < _size(o.aval))):
     return a, e
   return None
 
