@@ -572,7 +572,8 @@ EXPLAINED = [
     (lambda name, ins, out, p: _complex_atan2_singular(name, ins, out),
      "complex arctan2 at a singular point: -i log((x + iy) / sqrt(x^2 + y^2)) where x^2 + y^2 "
      "cancels to (nearly) zero, or on the logarithm's branch cut (result +-pi/2 with a zero "
-     "imaginary part): rounding and the sign of zero decide, and pyjax and XLA round the "
+     "imaginary part, or +-pi with a rounding-size one: arctan2(0, c) is -i log(c / "
+     "sqrt(c^2)), the log of -1 +- a rounding error): rounding and the sign of zero decide, and pyjax and XLA round the "
      "cancellation differently"),
 ]
 
@@ -584,7 +585,8 @@ def _complex_atan2_singular(name, ins, out):
     a, b = (np.broadcast_to(v, out.shape).astype(np.complex128) for v in ins)
     near_zero = np.abs(a * a + b * b) <= 1e-3 * (np.abs(a) ** 2 + np.abs(b) ** 2)
     o = out.astype(np.complex128)
-    on_cut = (np.abs(np.abs(o.real) - np.pi / 2) < 1e-3) & (o.imag == 0)
+    on_cut = (((np.abs(np.abs(o.real) - np.pi / 2) < 1e-3) & (o.imag == 0))
+              | ((np.abs(np.abs(o.real) - np.pi) < 1e-3) & (np.abs(o.imag) < 1e-5)))
   return bool(np.any(near_zero | on_cut))
 
 
