@@ -20,10 +20,11 @@ from pyjax._src.backends.cpu import executable as _executable  # noqa: E402
 # program would run identically twice and are left out, and so are the tests that build
 # native code and compare it with the NumPy tier themselves (_CHOOSE_TIERS: the
 # compiler's (every test_compiler*.py, in any folder: the GEMM's too), the differential
-# fuzzer's, the eager kernels' and the loop and PRNG first calls' files).
+# fuzzer's, the eager kernels' and the loop and PRNG first calls' files, and the few-row
+# convolution's).
 _RECORD = os.environ.get("PYJAX_RECORD_JIT_TESTS")
 _CHOOSE_TIERS = ("test_compiler", "test_fuzz_vs_jax", "test_eager_native", "test_tier_determinism",
-                 "test_loop_first_call")
+                 "test_loop_first_call", "test_eager_kernel_calls", "test_conv_few_rows")
 _ONLY = os.environ.get("PYJAX_TESTS_FROM")
 _ran_jit = [False]
 
