@@ -1,7 +1,9 @@
 """NumPy's own inner loops of a few unary float ufuncs, run on the native thread pool.
 
-Large eager transcendental functions (``exp``, ``sin``, ``tanh``, ...) must give NumPy's
-bits (``eager/native.py``: the compiler's vector math differs in the last ulp).  NumPy
+Where the eager implementations of transcendental functions (``exp``, ``sin``, ``tanh``,
+...) are NumPy's (``PYJAX_TIER_NATIVE=0``; by default the compiler's kernels serve them,
+``eager/kernel_calls.py``), large ones must give NumPy's bits (``eager/native.py``: the
+compiler's vector math differs in the last ulp).  NumPy
 computes them with one inner-loop function per (ufunc, type), whose address its public C
 API lists in the ufunc object (``PyUFuncObject.functions``, beside ``types``).  This module
 reads that address and calls the very function from a small C library on row chunks of the
