@@ -1,0 +1,184 @@
+"""Pallas kernels lowered to Triton source (``backends/gpu/pallas_triton.py``), checked
+without a GPU: each kernel's source is compiled by ``triton.compile`` for sm_90 to PTX and a
+cubin (Triton's bundled ptxas; no driver), and run by Triton's interpreter (NumPy on the
+CPU) against pyjax's Pallas interpret mode.  Skipped when ``triton`` is absent; the launch
+test needs a GPU (``gpu`` marker)."""
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import pyjax
+import pyjax.numpy as jnp
+from pyjax import lax
+from pyjax.experimental import pallas as pl
+from pyjax._src.backends.gpu import pallas_triton as pt
+from pyjax._src.backends.gpu import platform as gpu_platform
+
+triton = pytest.importorskip("triton")
+_spec = importlib.util.spec_from_file_location(
+    "_bench_pallas", os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "pallas.py"))
+_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench)
+
+
+def _rand(shape, seed=0):
+  return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _add(x, y, interpret=True):   # ragged: 40 elements in blocks of 16
+  def kernel(x_ref, y_ref, o_ref):
+    o_ref[...] = x_ref[...] + y_ref[...]
+  spec = pl.BlockSpec((16,), lambda i: (i,))
+  return pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct(x.shape, x.dtype),
+                        grid=(pl.cdiv(x.shape[0], 16),), in_specs=[spec, spec],
+                        out_specs=spec, interpret=interpret)(x, y)
+
+
+def _matmul(x, y, interpret=True, precision=None, b=16):
+  def kernel(x_ref, y_ref, z_ref):
+    z_ref[...] = jnp.maximum(jnp.dot(x_ref[...], y_ref[...], precision=precision), 0)
+  return pl.pallas_call(
+      kernel, out_shape=pyjax.ShapeDtypeStruct((x.shape[0], y.shape[1]), x.dtype),
+      grid=(x.shape[0] // b, y.shape[1] // b),
+      in_specs=[pl.BlockSpec((b, x.shape[1]), lambda i, j: (i, 0)),
+                pl.BlockSpec((x.shape[1], b), lambda i, j: (0, j))],
+      out_specs=pl.BlockSpec((b, b), lambda i, j: (i, j)), interpret=interpret)(x, y)
+
+
+def _kblocked(x, y, interpret=True, b=16):
+  def kernel(x_ref, y_ref, z_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+      acc_ref[...] = jnp.zeros_like(acc_ref)
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _():
+      z_ref[...] = acc_ref[...].astype(z_ref.dtype)
+  m, k = x.shape
+  n = y.shape[1]
+  return pl.pallas_call(
+      kernel, out_shape=pyjax.ShapeDtypeStruct((m, n), jnp.float32), grid=(m // b, n // b, k // b),
+      in_specs=[pl.BlockSpec((b, b), lambda i, j, kk: (i, kk)),
+                pl.BlockSpec((b, b), lambda i, j, kk: (kk, j))],
+      out_specs=pl.BlockSpec((b, b), lambda i, j, kk: (i, j)),
+      scratch_shapes=[pl.ANY((b, b), jnp.float32)], interpret=interpret)(x, y)
+
+
+def _rows(which):
+  def kernel(x_ref, w_ref, b_ref, o_ref):
+    x = x_ref[...]
+    if which == "softmax":
+      e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+      o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)
+    else:
+      mu = jnp.mean(x, axis=-1, keepdims=True)
+      var = jnp.mean((x - mu) ** 2, axis=-1, keepdims=True)
+      o_ref[...] = (x - mu) * lax.rsqrt(var + 1e-5) * w_ref[...] + b_ref[...]
+
+  def f(x, w, b, interpret=True):
+    rows, cols = x.shape
+    return pl.pallas_call(
+        kernel, out_shape=pyjax.ShapeDtypeStruct(x.shape, x.dtype), grid=(rows // 2,),
+        in_specs=[pl.BlockSpec((2, cols), lambda i: (i, 0)),
+                  pl.BlockSpec((cols,), lambda i: (0,)), pl.BlockSpec((cols,), lambda i: (0,))],
+        out_specs=pl.BlockSpec((2, cols), lambda i: (i, 0)), interpret=interpret)(x, w, b)
+  return f
+
+
+def _flash(q, k, v, interpret=True):
+  # the flash attention forward kernel of benchmarks/pallas.py, 16-row blocks
+  f, _ = _bench.flash(pl, jnp, pyjax, lax, q.shape[0], q.shape[1], bq=16, bk=16)
+  return f(q, k, v, interpret)
+
+
+# name: (function, arguments, tolerance in float32 ulps against pyjax's interpret mode:
+# 0 = bit for bit)
+CASES = {
+    "add_ragged": (_add, (_rand(40), _rand(40, 1)), 0),
+    "matmul_relu": (_matmul, (_rand((32, 16)), _rand((16, 32), 1)), 0),
+    "kblocked_scratch": (_kblocked, (_rand((32, 48)), _rand((48, 32), 1)), 0),
+    # Triton's exp (the interpreter: NumPy's) and its reduction tree differ from pyjax's in
+    # an ulp or two
+    "softmax": (_rows("softmax"), (_rand((4, 16)), _rand(16, 1), _rand(16, 2)), 4),
+    "layer_norm": (_rows("layer_norm"), (_rand((4, 16)), _rand(16, 1), _rand(16, 2)), 4),
+    "flash_attention": (_flash, (_rand((32, 16)), _rand((32, 16), 1), _rand((32, 16), 2)), 8),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_kernel_compiles_to_cubin_and_interprets_as_pallas(name):
+  f, args, ulps = CASES[name]
+  kernel = pt.lower_function(f, *args)
+  # one Triton program per grid point of the parallel axes
+  assert "tl.program_id(0)" in kernel.source
+  compiled = pt.compile_ptx(kernel)
+  assert ".target sm_90" in compiled.asm["ptx"]
+  assert len(compiled.asm["cubin"]) > 1000
+  got = pt.interpret(kernel, *args)[0]
+  want = np.asarray(f(*[jnp.asarray(a) for a in args]))
+  assert got.dtype == want.dtype and got.shape == want.shape
+  if ulps:   # outputs near 0 (flash attention) get an absolute floor of ulps at 1.0
+    tol = ulps * np.finfo(np.float32).eps
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+  else:
+    np.testing.assert_array_equal(got, want)
+
+
+def test_structure_of_the_generated_source():
+  x, y = _rand((32, 48)), _rand((48, 32), 1)
+  k = pt.lower_function(_kblocked, x, y)
+  # the revisiting k axis is a loop inside the program; the scratch is a register tensor
+  assert k.grid == (2, 2)
+  assert "for pid" in k.source and "in range(3):" in k.source
+  assert 'tl.full([16, 16], tl.full([], float("nan"), tl.float32), tl.float32)' in k.source
+  assert "if " in k.source   # pl.when
+  # JAX's Triton precision choice: TF32 by default for float32, IEEE for HIGHEST
+  assert 'input_precision="tf32"' in k.source
+  hi = pt.lower_function(lambda a, b: _matmul(a, b, precision=lax.Precision.HIGHEST),
+                         _rand((32, 16)), _rand((16, 32)))
+  assert 'input_precision="ieee"' in hi.source
+  ragged = pt.lower_function(_add, _rand(40), _rand(40))
+  assert "< 40" in ragged.source and "other=0" in ragged.source and ragged.grid == (3,)
+  fl = pt.lower_function(_flash, *CASES["flash_attention"][1])
+  assert "for _ in range(2):" in fl.source
+
+
+def test_unlowered_primitive_raises_jaxs_error():
+  def kernel(x_ref, o_ref):
+    o_ref[...] = jnp.cumsum(x_ref[...])
+  f = pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((16,), jnp.float32),
+                     interpret=True)
+  with pytest.raises(NotImplementedError,
+                     match=r"Unimplemented primitive in Pallas Triton lowering: cum"
+                           r"\w+\. Please file an issue at https://github\.com/jax-ml/jax"):
+    pt.lower_function(f, _rand(16))
+
+
+def test_non_power_of_two_block_raises_jaxs_error():
+  with pytest.raises(ValueError, match=r"requires that all operations have array arguments "
+                     r"and results whose size is a power of 2. Encountered an array of shape "
+                     r"\(12,\)"):
+    def kernel(x_ref, o_ref):
+      o_ref[...] = x_ref[...] * 2
+    pt.lower_function(pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((12,), jnp.float32)),
+                      _rand(12))
+
+
+HAVE_GPU = gpu_platform.device_count() > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAVE_GPU, reason="needs CuPy and an NVIDIA GPU")
+@pytest.mark.parametrize("name", ["matmul_relu", "kblocked_scratch", "flash_attention"])
+def test_launch_on_the_gpu(name):
+  import cupy
+  f, args, _ = CASES[name]
+  kernel = pt.lower_function(f, *args)
+  compiled = pt.compile_ptx(kernel, arch=int(cupy.cuda.Device().compute_capability))
+  got = cupy.asnumpy(pt.launch(kernel, compiled, [cupy.asarray(a) for a in args])[0])
+  want = np.asarray(f(*[jnp.asarray(a) for a in args]))
+  # tl.dot runs TF32 by default (as JAX's Triton lowering): a few 1e-3 relative
+  np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
