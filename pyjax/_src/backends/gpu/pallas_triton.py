@@ -723,5 +723,6 @@ def launch(kernel, compiled, args, stream=None):
   s = stream if stream is not None else cupy.cuda.get_current_stream()
   ins = [cupy.ascontiguousarray(cupy.asarray(a, dtype=av.dtype))
          for a, av in zip(args, kernel.in_avals)]   # kept alive until the launch is queued
-  compiled[kernel.grid](*[a.data.ptr for a in ins + outs], stream=s.ptr)
+  grid = tuple(kernel.grid) + (1,) * (3 - len(kernel.grid))   # the runner reads three
+  compiled[grid](*[a.data.ptr for a in ins + outs], stream=s.ptr)
   return outs
