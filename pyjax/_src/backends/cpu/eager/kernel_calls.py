@@ -63,7 +63,11 @@ int pj_ek_add(int prim, int nin, int t0, int t1, int t2, int cls, void *fn, int6
   }
   if (pj_ek_n >= PJ_EK_MAX) return 0;
   pj_ek_entry e = {prim, nin, t0, t1, t2, cls, (pj_ee_fn)fn, pool_min};
-  pj_ek_tab[pj_ek_n++] = e;
+  pj_ek_tab[pj_ek_n] = e;
+  /* published after the entry is written: ctypes calls this without the GIL, so a
+     pj_ek_call on another thread may be scanning the table (it reads the count with
+     acquire order and never sees a half-written entry); writers hold ``_lock`` */
+  __atomic_store_n(&pj_ek_n, pj_ek_n + 1, __ATOMIC_RELEASE);
   return 1;
 }
 
@@ -97,7 +101,8 @@ static PyObject *pj_ek_call(PyObject *self, PyObject *const *args, Py_ssize_t na
   }
   const int prim = (int)PyLong_AsLong(self);
   const pj_ek_entry *hit = NULL;
-  for (int i = 0; i < pj_ek_n; i++) {
+  const int n_entries = __atomic_load_n(&pj_ek_n, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n_entries; i++) {
     const pj_ek_entry *e = &pj_ek_tab[i];
     if (e->prim == prim && e->nin == nargs && e->t0 == t[0] && e->t1 == t[1]
         && e->t2 == t[2] && e->cls == cls) { hit = e; break; }
@@ -219,7 +224,8 @@ def _register(lib, name, bufs):
   t = [b.dtype.num for b in bufs] + [0] * (3 - len(bufs))
   cls = sum(1 << i for i, b in enumerate(bufs) if not b.ndim)
   pool_min = -(-outpool.MIN_BYTES // out_dtype.itemsize)
-  lib.pj_ek_add(_prim_ids[name], len(bufs), *t, cls, addr, pool_min)
+  with _lock:   # one writer at a time (readers need no lock: see pj_ek_add)
+    lib.pj_ek_add(_prim_ids[name], len(bufs), *t, cls, addr, pool_min)
 
 
 def _wrapper(name, numpy_impl):
