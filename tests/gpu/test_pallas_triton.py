@@ -94,10 +94,23 @@ def _flash(q, k, v, interpret=True):
   return f(q, k, v, interpret)
 
 
+def _elementwise(x, interpret=True):
+  def kernel(x_ref, o_ref):
+    v = x_ref[...]
+    o_ref[0, :] = jnp.where(jnp.isfinite(v), jnp.sign(v) * jnp.square(v), -1.0)
+    o_ref[1, :] = jnp.clip(v, -0.5, 0.5) + lax.rem(v, 0.75)
+    o_ref[2, :] = jnp.cumsum(v) + lax.cummax(v, axis=0)
+    o_ref[3, :] = lax.iota(jnp.int32, 16).astype(jnp.float32) / 4 - jnp.abs(v)
+  return pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((4, 16), jnp.float32),
+                        interpret=interpret)(x)
+
+
 # name: (function, arguments, tolerance in float32 ulps against pyjax's interpret mode:
 # 0 = bit for bit)
 CASES = {
     "add_ragged": (_add, (_rand(40), _rand(40, 1)), 0),
+    "elementwise_scan": (_elementwise, (np.r_[np.float32([np.inf, np.nan, -np.inf]),
+                                               _rand(13)].astype(np.float32),), 0),
     "matmul_relu": (_matmul, (_rand((32, 16)), _rand((16, 32), 1)), 0),
     "kblocked_scratch": (_kblocked, (_rand((32, 48)), _rand((48, 32), 1)), 0),
     # Triton's exp (the interpreter: NumPy's) and its reduction tree differ from pyjax's in
@@ -108,12 +121,13 @@ CASES = {
 }
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in fmod")   # pyjax's eager rem
 @pytest.mark.parametrize("name", list(CASES))
 def test_kernel_compiles_to_cubin_and_interprets_as_pallas(name):
   f, args, ulps = CASES[name]
   kernel = pt.lower_function(f, *args)
   # one Triton program per grid point of the parallel axes
-  assert "tl.program_id(0)" in kernel.source
+  assert ("tl.program_id(0)" in kernel.source) == (name != "elementwise_scan")
   compiled = pt.compile_ptx(kernel)
   assert ".target sm_90" in compiled.asm["ptx"]
   assert len(compiled.asm["cubin"]) > 1000
@@ -146,25 +160,39 @@ def test_structure_of_the_generated_source():
   assert "for _ in range(2):" in fl.source
 
 
-def test_unlowered_primitive_raises_jaxs_error():
+def _lowering_error(jpl, jjnp, jx, body, n):
+  """The exception lowering a one-block kernel ``o = body(x)`` raises: pyjax's
+  ``pallas_triton`` for ``jx`` = pyjax, JAX's Triton lowering for ``jx`` = jax (its
+  ``lower`` for CUDA needs no GPU)."""
   def kernel(x_ref, o_ref):
-    o_ref[...] = jnp.cumsum(x_ref[...])
-  f = pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((16,), jnp.float32),
-                     interpret=True)
-  with pytest.raises(NotImplementedError,
-                     match=r"Unimplemented primitive in Pallas Triton lowering: cum"
-                           r"\w+\. Please file an issue at https://github\.com/jax-ml/jax"):
-    pt.lower_function(f, _rand(16))
+    o_ref[...] = body(jjnp, x_ref[...])
+  if jx is pyjax:
+    f = jpl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((n,), jjnp.float32))
+    run = lambda: pt.lower_function(f, _rand(n))
+  else:
+    import jax.experimental.pallas.triton  # noqa: F401
+    f = jpl.pallas_call(kernel, out_shape=jx.ShapeDtypeStruct((n,), jjnp.float32),
+                        compiler_params=jpl.triton.CompilerParams())
+    run = lambda: jx.jit(f).trace(jjnp.zeros(n, jjnp.float32)).lower(
+        lowering_platforms=("cuda",))
+  with pytest.raises(Exception) as info:
+    run()
+  return info.value
 
 
-def test_non_power_of_two_block_raises_jaxs_error():
-  with pytest.raises(ValueError, match=r"requires that all operations have array arguments "
-                     r"and results whose size is a power of 2. Encountered an array of shape "
-                     r"\(12,\)"):
-    def kernel(x_ref, o_ref):
-      o_ref[...] = x_ref[...] * 2
-    pt.lower_function(pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((12,), jnp.float32)),
-                      _rand(12))
+@pytest.mark.parametrize("case", ["unlowered_primitive", "size_not_power_of_2"])
+def test_errors_match_jax(case):
+  jax = pytest.importorskip("jax")
+  import jax.numpy as jjnp
+  from jax.experimental import pallas as jpl
+  body, n = {"unlowered_primitive": (lambda np_, x: np_.sort(x), 16),   # no rule in JAX either
+             "size_not_power_of_2": (lambda np_, x: x * 2, 12)}[case]
+  ours = _lowering_error(pl, jnp, pyjax, body, n)
+  theirs = _lowering_error(jpl, jjnp, jax, body, n)
+  assert type(ours) is type(theirs)
+  assert str(ours) == str(theirs)
+  assert ("Unimplemented primitive in Pallas Triton lowering: sort." in str(ours)
+          if case == "unlowered_primitive" else "power of 2" in str(ours))
 
 
 HAVE_GPU = gpu_platform.device_count() > 0

@@ -452,6 +452,11 @@ def _max(a, b):
 @triton.jit
 def _min(a, b):
     return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+
+
+@triton.jit
+def _prod(a, b):
+    return a * b
 """
 
 
@@ -503,6 +508,25 @@ def _dot_general(g, eqn, a, b, *, dimension_numbers, precision=None,
   return r if _tl_dtype(out) == acc else f"{r}.to({_tl_dtype(out)})"
 
 
+def _cumulative(name):
+  def rule(g, eqn, x, *, axis, reverse=False, **_):
+    return f"tl.associative_scan({x}, {axis}, {name}, reverse={bool(reverse)})"
+  return rule
+
+
+def _sign(g, eqn, x, **_):
+  dt = eqn.invars[0].aval.dtype
+  one = g.literal(1, dt)
+  if np.dtype(dt).kind == "u":
+    return f"tl.where({x} > 0, {one}, {x})"
+  return f"tl.where({x} > 0, {one}, tl.where({x} < 0, {g.literal(-1, dt)}, {x}))"
+
+
+def _clamp(g, eqn, lo, x, hi, **_):
+  nan = "propagate_nan=tl.PropagateNan.ALL"
+  return f"tl.minimum(tl.maximum({x}, {lo}, {nan}), {hi}, {nan})"
+
+
 def _logistic(g, eqn, x, **_):
   return f"(1 / (1 + tl.exp(-{x})))"
 
@@ -522,6 +546,11 @@ _RULES = {
     "transpose": _transpose, "reduce_sum": _reduce("_sum"),
     "reduce_max": _reduce("_max"), "reduce_min": _reduce("_min"),
     "select_n": _select_n, "iota": _iota, "dot_general": _dot_general,
+    "square": lambda g, eqn, x, **_: f"({x} * {x})", "sign": _sign, "clamp": _clamp,
+    "is_finite": lambda g, eqn, x: f"(tl.abs({x}) < float(\"inf\"))",
+    "rem": _bin("%"),   # Triton's % truncates (C's fmod / remainder), as lax.rem
+    "cumsum": _cumulative("_sum"), "cumprod": _cumulative("_prod"),
+    "cummax": _cumulative("_max"), "cummin": _cumulative("_min"),
     "copy": lambda g, eqn, x: x, "copy_p": lambda g, eqn, x: x,
 }
 
@@ -709,7 +738,8 @@ def interpret(kernel, *args):
     def _restore_args_dev(self, *a):
       pass
   ex = Executor(fn.fn, fn.arg_names, kernel.grid)
-  ex(*[_HostPtr(a) for a in ins + outs])
+  with np.errstate(all="ignore"):   # a GPU computes inf - inf without a warning
+    ex(*[_HostPtr(a) for a in ins + outs])
   return outs
 
 
