@@ -141,6 +141,34 @@ def test_kernel_compiles_to_cubin_and_interprets_as_pallas(name):
     np.testing.assert_array_equal(got, want)
 
 
+def _masked_softmax(x, interpret=True):
+  # Triton's own style: plt.load/plt.store through ref.at views, masked to 12 of 16 columns
+  from pyjax.experimental.pallas import triton as plt
+
+  def kernel(x_ref, o_ref):
+    cols = lax.broadcasted_iota(jnp.int32, (4, 16), 1)
+    mask = cols < 12
+    v = plt.load(x_ref.at[:, pl.ds(0, 16)], mask=mask, other=-jnp.inf)
+    e = jnp.exp(v - jnp.max(v, axis=1, keepdims=True))
+    plt.store(o_ref.at[pl.ds(0, 4)], e / jnp.sum(e, axis=1, keepdims=True), mask=mask)
+  return pl.pallas_call(kernel, out_shape=pyjax.ShapeDtypeStruct((4, 16), jnp.float32),
+                        interpret=interpret)(x)
+
+
+def test_masked_load_store():
+  x = _rand((4, 16))
+  kernel = pt.lower_function(_masked_softmax, x)
+  assert 'other=tl.full([], float("-inf"), tl.float32)' in kernel.source
+  pt.compile_ptx(kernel)
+  got = pt.interpret(kernel, x)[0]
+  want = np.asarray(_masked_softmax(jnp.asarray(x)))
+  tol = 4 * np.finfo(np.float32).eps
+  np.testing.assert_allclose(got[:, :12], want[:, :12], rtol=tol, atol=tol)
+  e = np.exp(x[:, :12] - x[:, :12].max(1, keepdims=True))
+  np.testing.assert_allclose(got[:, :12], e / e.sum(1, keepdims=True), rtol=1e-6)
+  assert (got[:, 12:] == 0).all()   # never stored (the interpreter's outputs start at 0)
+
+
 def test_structure_of_the_generated_source():
   x, y = _rand((32, 48)), _rand((48, 32), 1)
   k = pt.lower_function(_kblocked, x, y)

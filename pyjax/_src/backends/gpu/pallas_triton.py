@@ -31,9 +31,10 @@ in Pallas Triton lowering: ..."); block shapes whose size is not a power of two 
 Differences from JAX: JAX's Triton lowering rejects scratch buffers (``scratch_shapes``);
 here they are register tensors, which carry across the in-program loop axes but not across
 programs (a kernel relying on scratch surviving from one *launch* axis grid point to the
-next differs).  Scalar prefetch, ``input_output_aliases``, ``vmap``-added grid axes, views
-(``ref.at``), Triton ``load``/``store``/atomics and ``Element`` block dimensions are not
-lowered (``NotImplementedError``).
+next differs).  Scalar prefetch, ``input_output_aliases``, ``vmap``-added grid axes, Triton
+atomics, ``Element`` block dimensions and batched ``dot_general`` are not lowered
+(``NotImplementedError``); ``ref.at`` views and Triton ``load``/``store`` with ``mask``/
+``other`` (``masked_load``/``masked_swap``) are.
 """
 from __future__ import annotations
 
@@ -174,6 +175,15 @@ class _Gen:
     elif p is stateful.addupdate_p:
       self.swap(env[ins[0]], self.read(env, ins[1]), eqn.params["idx"],
                 [self.read(env, v) for v in ins[2:]], None, add=True)
+    elif p is stateful.masked_load_p:   # Triton-style plt.load(ref, mask=, other=)
+      mask, other, dyn = stateful._masked_args([self.read(env, v) for v in ins[1:]],
+                                               eqn.params)
+      env[eqn.outvars[0]] = self.get(env[ins[0]], eqn.params["idx"], dyn, eqn.outvars[0],
+                                     user_mask=mask, other=other)
+    elif p is stateful.masked_swap_p:   # plt.store / plt.swap
+      mask, _, dyn = stateful._masked_args([self.read(env, v) for v in ins[2:]], eqn.params)
+      env[eqn.outvars[0]] = self.swap(env[ins[0]], self.read(env, ins[1]), eqn.params["idx"],
+                                      dyn, eqn.outvars[0], add=False, user_mask=mask)
     elif p is stateful.program_id_p:
       env[eqn.outvars[0]] = self.pids[eqn.params["axis"]]
     elif p.name == "cond":
@@ -214,39 +224,37 @@ class _Gen:
   def _access(self, ref, idx, dyn):
     """(offset expression, mask expression or None, result shape) of ``ref[idx]``."""
     from pyjax._src.pallas import stateful
-    if len(idx) != 1:
-      raise NotImplementedError("ref views (ref.at) in the Pallas Triton lowering")
-    t = idx[0]
     block = [b for b, s in zip(ref.block_sizes, ref.squeezed) if not s]
-    n_real = sum(1 for x in t if x is not Ellipsis)
-    if any(x is None for x in t):
-      raise NotImplementedError("None in a ref index in the Pallas Triton lowering")
-    per = []   # per ref dimension: ("i", expr) or ("r", start expr, size)
-    d = 0
-    for x in t:
-      if x is Ellipsis:
-        for _ in range(len(block) - n_real):
-          per.append(("r", "0", block[d]))
-          d += 1
-        continue
-      if isinstance(x, int):
-        per.append(("i", str(x % block[d])))
-      elif x[0] == stateful._DYN:
-        per.append(("i", dyn[x[1]]))
-      elif x[0] == "ds":
-        if x[3] not in (None, 1) or type(x[2]) is tuple:
-          raise NotImplementedError("strided or traced-size pl.ds in the Pallas Triton lowering")
-        start = dyn[x[1][1]] if type(x[1]) is tuple else str(x[1])
-        per.append(("r", start, x[2]))
-      else:
-        start, stop, step = slice(x[1], x[2], x[3]).indices(block[d])
-        if step != 1:
-          raise NotImplementedError("strided slices in the Pallas Triton lowering")
-        per.append(("r", str(start), len(range(start, stop))))
-      d += 1
-    while d < len(block):
-      per.append(("r", "0", block[d]))
-      d += 1
+    # per ref dimension: ("i", index expr) or ("r", start expr, size), relative to the block;
+    # each template (the ``ref.at`` views', then the access's) indexes the "r" dimensions
+    per = [("r", "0", b) for b in block]
+    for t in idx:
+      if any(x is None for x in t):
+        raise NotImplementedError("None in a ref index in the Pallas Triton lowering")
+      live = [k for k, p in enumerate(per) if p[0] == "r"]
+      n_real = sum(1 for x in t if x is not Ellipsis)
+      entries = []
+      for x in t:
+        entries += [slice(None)] * (len(live) - n_real) if x is Ellipsis else [x]
+      for k, x in zip(live, entries):
+        base, size = per[k][1], per[k][2]
+        if isinstance(x, slice):
+          continue
+        if isinstance(x, int):
+          per[k] = ("i", f"{base} + {x % size}")
+        elif x[0] == stateful._DYN:
+          per[k] = ("i", f"{base} + {dyn[x[1]]}")
+        elif x[0] == "ds":
+          if x[3] not in (None, 1) or type(x[2]) is tuple:
+            raise NotImplementedError("strided or traced-size pl.ds in the Pallas Triton "
+                                      "lowering")
+          start = dyn[x[1][1]] if type(x[1]) is tuple else str(x[1])
+          per[k] = ("r", f"{base} + {start}", x[2])
+        else:
+          start, stop, step = slice(x[1], x[2], x[3]).indices(size)
+          if step != 1:
+            raise NotImplementedError("strided slices in the Pallas Triton lowering")
+          per[k] = ("r", f"{base} + {start}", len(range(start, stop)))
     shape = [p[2] for p in per if p[0] == "r"]
     _check_dims(shape)
     strides = [int(np.prod(ref.array_shape[k + 1:], dtype=np.int64))
@@ -270,22 +278,35 @@ class _Gen:
     mask = self.bind(" & ".join(masks), "mask") if masks else None
     return off, mask, shape
 
-  def get(self, ref, idx, dyn, outvar):
+  def _mask(self, mask, user_mask):
+    if user_mask is None:
+      return mask
+    return self.bind(f"{user_mask} & {mask}" if mask else user_mask, "mask")
+
+  def get(self, ref, idx, dyn, outvar, user_mask=None, other=None):
     if isinstance(ref, _RegRef):
+      if user_mask is not None:
+        raise NotImplementedError("masked loads from scratch buffers in the Pallas Triton "
+                                  "lowering")
       self._full_reg(ref, idx)
       return ref.name
     off, mask, shape = self._access(ref, idx, dyn)
-    extra = f", mask={mask}, other=0" if mask else ""
+    mask = self._mask(mask, user_mask)
+    extra = f", mask={mask}, other={other if other is not None else 0}" if mask else ""
     return self.bind(f"tl.load({ref.ptr} + {off}{extra})")
 
-  def swap(self, ref, val, idx, dyn, outvar, add):
+  def swap(self, ref, val, idx, dyn, outvar, add, user_mask=None):
     used = outvar is not None and outvar in self.used
     if isinstance(ref, _RegRef):
+      if user_mask is not None:
+        raise NotImplementedError("masked stores to scratch buffers in the Pallas Triton "
+                                  "lowering")
       self._full_reg(ref, idx)
       old = self.bind(ref.name) if used else None
       self.emit(f"{ref.name} = {ref.name} + {val}" if add else f"{ref.name} = {val}")
       return old
     off, mask, shape = self._access(ref, idx, dyn)
+    mask = self._mask(mask, user_mask)
     extra = f", mask={mask}, other=0" if mask else ""
     old = self.bind(f"tl.load({ref.ptr} + {off}{extra})") if (used or add) else None
     new = f"{old} + {val}" if add else val
