@@ -112,6 +112,9 @@ CASES = {
     "elementwise_scan": (_elementwise, (np.r_[np.float32([np.inf, np.nan, -np.inf]),
                                                _rand(13)].astype(np.float32),), 0),
     "matmul_relu": (_matmul, (_rand((32, 16)), _rand((16, 32), 1)), 0),
+    # vmap adds a leading grid axis (a program axis) and a squeezed block dimension
+    "matmul_vmap": (lambda x, y: pyjax.vmap(_matmul)(x, y),
+                    (_rand((2, 16, 16)), _rand((2, 16, 32), 1)), 0),
     "kblocked_scratch": (_kblocked, (_rand((32, 48)), _rand((48, 32), 1)), 0),
     # Triton's exp (the interpreter: NumPy's) and its reduction tree differ from pyjax's in
     # an ulp or two

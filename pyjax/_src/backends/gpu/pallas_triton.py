@@ -31,7 +31,7 @@ in Pallas Triton lowering: ..."); block shapes whose size is not a power of two 
 Differences from JAX: JAX's Triton lowering rejects scratch buffers (``scratch_shapes``);
 here they are register tensors, which carry across the in-program loop axes but not across
 programs (a kernel relying on scratch surviving from one *launch* axis grid point to the
-next differs).  Scalar prefetch, ``input_output_aliases``, ``vmap``-added grid axes, Triton
+next differs).  Scalar prefetch, ``input_output_aliases``, Triton
 atomics, ``Element`` block dimensions and batched ``dot_general`` are not lowered
 (``NotImplementedError``); ``ref.at`` views and Triton ``load``/``store`` with ``mask``/
 ``other`` (``masked_load``/``masked_swap``) are.
@@ -603,8 +603,6 @@ def lower(eqn, name="pallas_kernel"):
   gm = p["grid_mapping"]
   if gm.num_index_operands:
     raise NotImplementedError("scalar prefetch not implemented in the Triton backend")
-  if gm.vmapped_dims:
-    raise NotImplementedError("vmap-added grid axes in the Pallas Triton lowering")
   if p.get("input_output_aliases"):
     raise NotImplementedError("input_output_aliases in the Pallas Triton lowering")
   closed = p["jaxpr"]
@@ -655,7 +653,8 @@ def lower(eqn, name="pallas_kernel"):
     g.emit(f"for {pid} in range({grid[a]}):")
     g.depth += 1
     pids.append(pid)
-  g.pids = pids
+  # the kernel's program_id counts the grid axes vmap did not add; index maps see them all
+  g.pids = [q for d, q in enumerate(pids) if d not in gm.vmapped_dims]
   for bm, m in zip(gm.block_mappings, mems):
     starts = g._sub(bm.index_map, {}, pids)
     m.starts = []
