@@ -191,6 +191,17 @@ def test_structure_of_the_generated_source():
   assert "for _ in range(2):" in fl.source
 
 
+def test_bf16_operands_f32_accumulation_compile():
+  # compile-only: Triton's interpreter multiplies bf16 tensors' raw uint16 storage in tl.dot
+  x, y = (jnp.asarray(_rand((32, 32), s)).astype(jnp.bfloat16) for s in (0, 1))
+  k = pt.lower_function(_kblocked, x, y)
+  assert k.signature == {"in0_ptr": "*bf16", "in1_ptr": "*bf16", "out0_ptr": "*fp32"}
+  # bf16 operands: no input_precision (JAX passes none), f32 accumulation
+  assert "tl.dot(" in k.source and "input_precision" not in k.source
+  assert "out_dtype=tl.float32" in k.source
+  assert ".target sm_90" in pt.compile_ptx(k).asm["ptx"]
+
+
 def _lowering_error(jpl, jjnp, jx, body, n):
   """The exception lowering a one-block kernel ``o = body(x)`` raises: pyjax's
   ``pallas_triton`` for ``jx`` = pyjax, JAX's Triton lowering for ``jx`` = jax (its
