@@ -71,20 +71,13 @@ def _tl_dtype(dtype):
 
 
 def _check_size(shape):
+  """JAX's check: a power-of-two size (so every dimension is one: ``tl.arange``)."""
   size = math.prod(shape)
   if size & (size - 1):
     raise ValueError(
         "The Pallas Triton lowering currently requires that all operations have array "
         "arguments and results whose size is a power of 2. Encountered an array of "
         f"shape {tuple(shape)}")
-
-
-def _check_dims(shape):
-  """Triton tensors need every dimension a power of two (tl.arange)."""
-  _check_size(shape)
-  for d in shape:
-    if d & (d - 1):
-      _check_size((d,))
 
 
 class _MemRef:
@@ -256,7 +249,7 @@ class _Gen:
             raise NotImplementedError("strided slices in the Pallas Triton lowering")
           per[k] = ("r", f"{base} + {start}", len(range(start, stop)))
     shape = [p[2] for p in per if p[0] == "r"]
-    _check_dims(shape)
+    _check_size(shape)
     strides = [int(np.prod(ref.array_shape[k + 1:], dtype=np.int64))
                for k in range(len(ref.array_shape))]
     terms, masks, it, k = [], [], iter(per), 0
@@ -636,15 +629,13 @@ def lower(eqn, name="pallas_kernel"):
     mems.append(_MemRef(ptr, bm.array_aval.shape, bm.full_block_shape, squeezed))
     _check_size(bm.ref_shape)
   env = dict(zip(kj.invars[:len(mems)], mems))
-  regs = []
   for v, aval in zip(kj.invars[len(mems):], gm.scratch_avals):
-    _check_dims(aval.shape)
+    _check_size(aval.shape)
     r = _RegRef(g.fresh("scratch"), aval.shape, aval.dtype)
     init = plc.uninitialized_value((), aval.dtype)
     g.emit(f"{r.name} = tl.full({list(aval.shape)}, "
            f"{g.literal(np.asarray(init), aval.dtype)}, {_tl_dtype(aval.dtype)})")
     env[v] = r
-    regs.append(r)
   pids = []
   for a in range(n_launch):
     pids.append(g.bind(f"tl.program_id({a})", "pid"))
