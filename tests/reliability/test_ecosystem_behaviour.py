@@ -136,7 +136,12 @@ def test_sampler_out_sharding_none(name):
   jax = _jax()
   got = _SAMPLERS[name](random, random.key(0), out_sharding=None)
   want = _SAMPLERS[name](jax.random, jax.random.key(0), out_sharding=None)
-  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  if name == "gamma":
+    # the same bits up to gamma's log/exp: pyjax's vector math and XLA's differ in the
+    # last ulp for some arguments (pyjax's eager and jitted samples agree bit for bit)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=0)
+  else:
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   assert got.dtype == want.dtype
 
 

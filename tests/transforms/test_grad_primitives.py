@@ -6,6 +6,8 @@ transformation primitives): a new primitive without an entry fails
 ``test_every_primitive_is_classified``.  Primitives JAX does not differentiate are listed
 in ``NON_DIFFERENTIABLE`` and must raise JAX's NotImplementedError.
 """
+import zlib
+
 import numpy as np
 import pytest
 
@@ -309,7 +311,7 @@ def test_table_covers_every_registered_family_jvp():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_primitive_grads(name, dtype):
   fn, specs, *modes = CASES[name]
-  rng = np.random.default_rng(abs(hash(name)) % 2**32)
+  rng = np.random.default_rng(zlib.crc32(name.encode()))
   args = [_make(s, rng) for s in specs]
   check_grads(fn, args, dtype, modes=modes[0] if modes else ("fwd", "rev"))
 
@@ -398,12 +400,15 @@ def _jax_version(name, fn, jlax):
 def test_jit_equals_eager(name, dtype, tier):
   """jit(f) == f for every primitive in the table, on the NumPy tier and natively
   compiled. Jitted transcendentals and convolutions use pyjax's own vector math and
-  kernels on both tiers (bit-identical tiers), eager ones NumPy's libm: those may differ
-  from eager by a few ulp; everything else is bit-identical on the NumPy tier."""
+  kernels on both tiers (bit-identical tiers); eager transcendentals run the same kernels
+  (eager/kernel_calls.py) but compositions may still round differently (convolutions, or
+  NumPy's libm without a C compiler), so those cases compare to a tolerance; everything
+  else is bit-identical on the NumPy tier.  (Inputs from a seed fixed per case name:
+  ``hash(str)`` changes between processes and made the finite differences flaky.)"""
   from pyjax._src.backends.cpu import executable
   from pyjax._src.backends.cpu.numpy_tier import native
   fn, specs, *_ = CASES[name]
-  rng = np.random.default_rng(abs(hash(name)) % 2**32)
+  rng = np.random.default_rng(zlib.crc32(name.encode()))
   args = [np.asarray(_make(s, rng), dtype) for s in specs]
   eager = pyjax.tree_util.tree_leaves(fn(*args))
   prev = executable.set_compile_mode(tier)
