@@ -6,7 +6,8 @@ weibull_min, maxwell, double_sided_maxwell, multivariate_normal and orthogonal.
 Each sampler uses JAX's algorithm and JAX's key usage, so its values are JAX's: bit for
 bit where only integer operations and exact float operations are involved (bits,
 uniform, randint, bernoulli, permutation, choice, rademacher), within a few ulp where a
-transcendental function is evaluated (NumPy's libm vs XLA's).  As in JAX, each sampler's
+transcendental function is evaluated (pyjax's vector math -- NumPy's libm without a C
+compiler -- vs XLA's).  As in JAX, each sampler's
 core is a ``jit``-compiled function with static shape and dtype.
 """
 from __future__ import annotations
