@@ -322,14 +322,9 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
     blocks, scratch = revisit(0, loop_idx, arrs, blocks, list(scratch))
     return scratch, blocks
 
-  def revisit(m, loop_idx, arrs, blocks, scratch):
-    """The revisiting axes ``R[m:]``: scans carrying the output blocks and scratch
-    buffers, each slicing the laid-out operands indexed by its axis."""
-    if m == len(R):
-      given = {k: ins[k] if lay[0] == "whole" else arrs[k]
-               for k, lay in enumerate(layouts) if lay}
-      return point(loop_idx, blocks, scratch, given)
-    a = R[m]
+  def scan_axis(a, loop_idx, arrs, carry, step):
+    """A scan over grid axis ``a``: iteration t sees ``loop_idx`` with t at ``a`` and the
+    laid-out operands indexed by ``a`` sliced at t; ``step(idx, operands, carry)``."""
     keys = [k for k in arrs if a in layouts[k][1]]
 
     def body(c, t_xs):
@@ -338,9 +333,19 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
       idx[a] = t
       sub = dict(arrs)
       sub.update(zip(keys, xs))
-      return tuple(revisit(m + 1, idx, sub, *c)), None
-    c, _ = lax.scan(body, (blocks, scratch),
+      return step(idx, sub, c)
+    return lax.scan(body, carry,
                     (jnp.arange(grid[a], dtype=jnp.int32), [arrs[k] for k in keys]))
+
+  def revisit(m, loop_idx, arrs, blocks, scratch):
+    """The revisiting axes ``R[m:]``: scans carrying the output blocks and scratch
+    buffers, each slicing the laid-out operands indexed by its axis."""
+    if m == len(R):
+      given = {k: ins[k] if lay[0] == "whole" else arrs[k]
+               for k, lay in enumerate(layouts) if lay}
+      return point(loop_idx, blocks, scratch, given)
+    c, _ = scan_axis(R[m], loop_idx, arrs, (blocks, scratch),
+                     lambda idx, sub, c: (tuple(revisit(m + 1, idx, sub, *c)), None))
     return list(c[0]), list(c[1])
 
   def level(l, loop_idx, arrs, scratch):
@@ -348,18 +353,8 @@ def _run_blocked(plan, jaxpr, gm, scalars, ins, aliased, scratch0, kernel_dims):
     operands indexed by its axis; the stacked output blocks."""
     if l == len(U):
       return at_point(loop_idx, arrs, scratch)
-    a = U[l]
-    keys = [k for k in arrs if a in layouts[k][1]]
-
-    def body(sc, t_xs):
-      t, xs = t_xs
-      idx = list(loop_idx)
-      idx[a] = t
-      sub = dict(arrs)
-      sub.update(zip(keys, xs))
-      return level(l + 1, idx, sub, list(sc))
-    return lax.scan(body, list(scratch),
-                    (jnp.arange(grid[a], dtype=jnp.int32), [arrs[k] for k in keys]))
+    return scan_axis(U[l], loop_idx, arrs, list(scratch),
+                     lambda idx, sub, sc: level(l + 1, idx, sub, list(sc)))
 
   _, ys = level(0, [None] * len(grid), laid, list(scratch0))
   finals = []
