@@ -216,9 +216,30 @@ static void pj_gemm_run(pj_gemm_job *J) {
 _ptrs = None
 
 
+_thread_control = []
+
+
 def blas_thread_control():
-  """(set_num_threads, get_num_threads) addresses of SciPy's OpenBLAS, or (0, 0): native
-  dots run BLAS single-threaded (pyjax's pool parallelizes them) and restore the setting."""
+  """(set_num_threads, get_num_threads) addresses for SciPy's OpenBLAS, or (0, 0): native
+  dots run BLAS single-threaded (pyjax's pool parallelizes them) and restore the setting.
+  With the compiler's runtime these are its shared-depth wrappers
+  (``native/runtime.py``, ``pj_blas_enter``/``pj_blas_leave``), so concurrent callers on
+  several threads never restore the setting under one another's products."""
+  if not _thread_control:
+    set_a, get_a = _openblas_thread_functions()
+    try:
+      from pyjax._src.backends.cpu.compiler.native import build, runtime
+      tc = build.toolchain()
+      if tc is not None:
+        set_a, get_a = runtime.blas_thread_shim(tc, set_a, get_a)
+    except Exception:  # noqa: BLE001  -- no runtime: the real functions
+      pass
+    _thread_control.append((set_a, get_a))
+  return _thread_control[0]
+
+
+def _openblas_thread_functions():
+  """The real (set_num_threads, get_num_threads) addresses of SciPy's OpenBLAS, or (0, 0)."""
   try:
     import glob
     import os

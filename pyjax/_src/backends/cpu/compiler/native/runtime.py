@@ -212,6 +212,44 @@ void pj_parallel_for(pj_task_fn fn, void *ctx, int64_t n, int64_t grain) {
 
 int pj_runtime_threads(void) { return pj_nthreads; }
 
+/* SciPy's OpenBLAS runs single-threaded under every pyjax BLAS call (pyjax's pool splits
+   the products; OpenBLAS's threaded driver blocks a long contraction differently, so its
+   bits depend on its thread count).  Its thread count is one process-wide setting, so the
+   callers -- native kernels on the stream and pool threads, jit's NumPy tier on the calling
+   thread, a compile thread folding constants -- share one depth count: the first to enter
+   saves the setting and sets 1, the last to leave restores it.  (Each saving and restoring
+   it on its own let one thread restore the user's count while another was inside a
+   product: that product's bits then depended on the timing.)  The callers' protocol is
+   "prev = get(); if (prev != 1) set(1); ...; if (prev != 1) set(prev)": pj_blas_enter is
+   their get (it returns 2, so both sets are called), pj_blas_leave their set (set(1) does
+   nothing, any other value leaves). */
+static void (*pj_bt_set)(int);
+static int (*pj_bt_get)(void);
+static pthread_mutex_t pj_bt_mu = PTHREAD_MUTEX_INITIALIZER;
+static int pj_bt_depth, pj_bt_saved;
+void pj_blas_threads_init(void *set, void *get) {
+  pthread_mutex_lock(&pj_bt_mu);
+  pj_bt_set = (void (*)(int))set; pj_bt_get = (int (*)(void))get;
+  pthread_mutex_unlock(&pj_bt_mu);
+}
+int pj_blas_enter(void) {
+  pthread_mutex_lock(&pj_bt_mu);
+  if (pj_bt_depth++ == 0 && pj_bt_get && pj_bt_set) {
+    pj_bt_saved = pj_bt_get();
+    if (pj_bt_saved != 1) pj_bt_set(1);
+  }
+  pthread_mutex_unlock(&pj_bt_mu);
+  return 2;
+}
+void pj_blas_leave(int v) {
+  if (v == 1) return;
+  pthread_mutex_lock(&pj_bt_mu);
+  if (pj_bt_depth > 0 && --pj_bt_depth == 0 && pj_bt_set && pj_bt_saved != 1)
+    pj_bt_set(pj_bt_saved);
+  pthread_mutex_unlock(&pj_bt_mu);
+}
+int pj_blas_depth(void) { return pj_bt_depth; }
+
 /* Per-thread scratch memory for kernels (row buffers, partial sums, sort keys): blocks cut
    from one buffer per thread that is kept between calls, so a steady-state call does not
    allocate.  Blocks are 64-byte aligned, each behind a 64-byte header (the previous block's
@@ -354,6 +392,21 @@ def scratch_stats(toolchain):
   out = (ctypes.c_int64 * 3)()
   lib.pj_scratch_stats(out)
   return tuple(out)
+
+
+def blas_thread_shim(toolchain, set_addr, get_addr):
+  """(set, get) addresses of the runtime's shared-depth wrappers of OpenBLAS's
+  ``set_num_threads``/``get_num_threads`` (``pj_blas_leave``/``pj_blas_enter``: every
+  caller's "one thread around this product" shares one count), or the real addresses
+  without the runtime."""
+  lib = load(toolchain)
+  if lib is None or not (set_addr and get_addr):
+    return set_addr, get_addr
+  lib.pj_blas_threads_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+  lib.pj_blas_threads_init.restype = None
+  lib.pj_blas_threads_init(set_addr, get_addr)
+  return tuple(ctypes.cast(getattr(lib, f), ctypes.c_void_p).value or 0
+               for f in ("pj_blas_leave", "pj_blas_enter"))
 
 
 def threads(toolchain):
