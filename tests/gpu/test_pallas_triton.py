@@ -15,6 +15,7 @@ from pyjax import lax
 from pyjax.experimental import pallas as pl
 from pyjax._src.backends.gpu import pallas_triton as pt
 from pyjax._src.backends.gpu import platform as gpu_platform
+from pallas_kernels import kblocked_kernel
 
 triton = pytest.importorskip("triton")
 _spec = importlib.util.spec_from_file_location(
@@ -48,15 +49,7 @@ def _matmul(x, y, interpret=True, precision=None, b=16):
 
 
 def _kblocked(x, y, interpret=True, b=16):
-  def kernel(x_ref, y_ref, z_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-      acc_ref[...] = jnp.zeros_like(acc_ref)
-    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-      z_ref[...] = acc_ref[...].astype(z_ref.dtype)
+  kernel = kblocked_kernel(pl, jnp)
   m, k = x.shape
   n = y.shape[1]
   return pl.pallas_call(

@@ -17,6 +17,7 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jjnp  # noqa: E402
 from jax import lax as jlax  # noqa: E402
 from jax.experimental import pallas as jpl  # noqa: E402
+from pallas_kernels import kblocked_kernel  # noqa: E402
 
 PY = (ppl, pjnp, plax, pyjax)
 JX = (jpl, jjnp, jlax, jax)
@@ -220,15 +221,7 @@ def test_element_block_dims_padding_and_ds():
 def _kblocked(pl, jnp, lax, jx, bf16=False):
   bm = bn = bk = 4
 
-  def kernel(x_ref, y_ref, z_ref, acc_ref):
-    @pl.when(pl.program_id(2) == 0)
-    def _():
-      acc_ref[...] = jnp.zeros_like(acc_ref)
-    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
-
-    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-    def _():
-      z_ref[...] = acc_ref[...].astype(z_ref.dtype)
+  kernel = kblocked_kernel(pl, jnp)
 
   def f(x, y, interpret):
     if bf16:
