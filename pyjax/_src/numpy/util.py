@@ -69,10 +69,6 @@ def constant(x, to_dtype, weak=False, position=0):
   """A Python/NumPy constant as a concrete Array of ``to_dtype`` (converted now, so a
   traced program sees a literal or constant, not a conversion).  Python ints must fit the
   default integer type (JAX's OverflowError); inside that range they wrap like C casts."""
-  # jax_transfer_guard: the transfer is of the host value as it is (a Python int: int32),
-  # after an out-of-range int's OverflowError
-  if _cfg.h2d_guarded and type(x) is not int:
-    _guard_h2d(_host_aval(x))
   if type(x) is int:
     lo, hi = _INT_BOUNDS[dtypes.default_int_dtype()]
     if not lo <= x <= hi:
@@ -80,8 +76,11 @@ def constant(x, to_dtype, weak=False, position=0):
       raise OverflowError("An overflow was encountered while parsing an argument to a jitted "
                           f"computation, whose argument path is {path}. Got <class 'int'> "
                           f"with value {x}")
-    if _cfg.h2d_guarded:
-      _guard_h2d(_host_aval(x))
+  # jax_transfer_guard: the transfer is of the host value as it is (a Python int: int32),
+  # after an out-of-range int's OverflowError
+  if _cfg.h2d_guarded:
+    _guard_h2d(_host_aval(x))
+  if type(x) is int:
     x = np.int64(x)
   elif isinstance(x, (np.ndarray, np.generic)):
     canon = dtypes.canonicalize_dtype(x.dtype)
