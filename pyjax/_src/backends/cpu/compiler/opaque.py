@@ -27,6 +27,7 @@ cumulative ops), ``kernels/gather_scatter.py`` (gather and the scatters), ``kern
 from __future__ import annotations
 
 import importlib
+import threading
 
 _REGISTRY = {}
 # modules whose import registers kernels (imported lazily, once)
@@ -39,6 +40,11 @@ _MODULES = ["pyjax._src.backends.cpu.compiler.kernels.convolution",
             "pyjax._src.backends.cpu.compiler.kernels.linalg",
             "pyjax._src.backends.cpu.compiler.kernels.sparse"]
 _loaded = False
+# held while the modules register: the compiler's background thread and a NumPy-tier
+# convolution building its kernel on the calling thread can look up at the same time, and
+# a caller must never see a half-filled registry (it would lower a convolution, say, as a
+# NumPy step: another program, other bits)
+_load_lock = threading.RLock()
 
 
 class Entry:
@@ -54,11 +60,16 @@ def register(prim, supported, kernel_source, work):
 
 
 def _load():
+  """Import the registering modules once; ``_loaded`` is set only after all of them have
+  registered (a concurrent caller waits for that)."""
   global _loaded
-  if not _loaded:
-    _loaded = True
-    for m in _MODULES:
-      importlib.import_module(m)
+  if _loaded:
+    return
+  with _load_lock:
+    if not _loaded:
+      for m in _MODULES:
+        importlib.import_module(m)
+      _loaded = True
 
 
 def lookup(node):

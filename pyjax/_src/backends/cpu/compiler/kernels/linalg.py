@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import threading
 
 import numpy as np
 
@@ -24,13 +25,21 @@ from pyjax._src.backends.cpu.compiler import opaque
 _LU_MAX = 10000      # OpenBLAS getrf: single-threaded below m * n = 10000
 _TRSM_MAX = 1024     # OpenBLAS trsm: single-threaded below m * n = 1024 (of B)
 _lib = None
+_lib_lock = threading.Lock()
 
 
 def _library():
-  """The path of SciPy's bundled OpenBLAS (exporting ``scipy_dgetrf_`` ...), or ''."""
+  """The path of SciPy's bundled OpenBLAS (exporting ``scipy_dgetrf_`` ...), or ''.
+  Searched once, under a lock: a concurrent caller (the compiler's background thread and
+  another lowering on the calling thread) waits for the answer, never sees a provisional
+  '' (which would lower the op as a NumPy step depending on timing)."""
   global _lib
-  if _lib is None:
-    _lib = ""
+  if _lib is not None:
+    return _lib
+  with _lib_lock:
+    if _lib is not None:
+      return _lib
+    found = ""
     try:
       import ctypes
 
@@ -42,10 +51,11 @@ def _library():
           continue
         lib = ctypes.CDLL(p)
         if all(hasattr(lib, f"scipy_{t}{r}_") for t in "sd" for r in ("getrf", "trsm")):
-          _lib = os.path.realpath(p)
+          found = os.path.realpath(p)
           break
     except Exception:  # noqa: BLE001  -- no such library: these ops stay NumPy steps
-      _lib = ""
+      found = ""
+    _lib = found
   return _lib
 
 
