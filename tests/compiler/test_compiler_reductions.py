@@ -63,8 +63,9 @@ def _rows(n, dt, seed, special=False):
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
 def test_row_sums_and_products_match_numpy_tier(dt):
-  """One program per dtype (one build): sums, products and sums of a computed operand
-  (x*x, through a row buffer) of rows of every length in _LENGTHS."""
+  """One program per dtype (one build): sums, products, sums of squares of an input row
+  (``pj_tree1sq_*``: squared as loaded, no row buffer; ``x * x`` and ``x ** 2``) and sums
+  of a computed operand (through a row buffer) of rows of every length in _LENGTHS."""
   prev = pyjax.config.jax_enable_x64
   pyjax.config.update("jax_enable_x64", dt == np.float64 or prev)
   try:
@@ -76,13 +77,18 @@ def test_row_sums_and_products_match_numpy_tier(dt):
       out = []
       for x, p in zip(xs, ps):
         out += [x.sum(axis=1), (x * x).sum(axis=1), lax.reduce_prod(p, (1,)),
-                (x * x).sum(axis=1, keepdims=True) + x]
+                (x * x).sum(axis=1, keepdims=True) + x, (x ** 2).sum(axis=1),
+                (x * 3 + 1).sum(axis=1)]
       return out
-    got, _ = native(f, xs, ps)
+    got, exe = native(f, xs, ps)
+    text = exe.as_text()
+    sfx = "f" if dt == np.float32 else "d"
+    assert f"= pj_tree1sq_sum_{sfx}((" in text and f"= pj_tree1_sum_{sfx}(row" in text
     want = numpy_path(f, xs, ps)
   finally:
     pyjax.config.update("jax_enable_x64", prev)
-  names = [f"{k} n={n}" for n in _LENGTHS for k in ("sum", "sumsq", "prod", "phase2")]
+  names = [f"{k} n={n}" for n in _LENGTHS
+           for k in ("sum", "sumsq", "prod", "phase2", "pow2", "computed")]
   assert len(got) == len(names)
   for name, g, w in zip(names, got, want):
     same_bits(g, w, name)
@@ -110,7 +116,7 @@ def test_row_normalize_is_one_kernel():
   x = np.random.default_rng(0).standard_normal((40, 1000)).astype(np.float32)
   out, exe = native(_row_normalize, x)
   assert exe.native.n_kernels == 1
-  assert "pj_tree1_sum_f" in exe.as_text()
+  assert "= pj_tree1sq_sum_f((p0 + " in exe.as_text()   # no row buffer
   same_bits(out, numpy_path(_row_normalize, x))
   jax = pytest.importorskip("jax")
   # JAX computes x * rsqrt(s): equal within rounding

@@ -3,9 +3,10 @@
 
 ``TREE1_SOURCE`` is emitted once per translation unit, ahead of the first kernel that uses
 it: ``pj_tree1_*`` (one dimension), ``pj_tree1_*_win`` (the first-level window sums of a
-range of windows: split rows run it in parallel) and ``pj_treen_*`` (several dimensions,
-tiles in lanes, bands of tiles in parallel).  Every helper is bit for bit the scalar
-``pj_tree_*`` helper of ``kernels/elementwise.py``.
+range of windows: split rows run it in parallel), ``pj_tree1sq_sum_*`` (the sum of a row's
+squares, each element squared as it is loaded: ``PJ_TREE1``'s ``MAP``) and ``pj_treen_*``
+(several dimensions, tiles in lanes, bands of tiles in parallel).  Every helper is bit for
+bit the scalar ``pj_tree_*`` helper of ``kernels/elementwise.py`` (on the squared row).
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ typedef long long pj_v4l __attribute__((vector_size(32)));
   v[1] = PJ_SH4(t1, t3, 0, 1, 4, 5);                                                        \
   v[2] = PJ_SH4(t0, t2, 2, 3, 6, 7);                                                        \
   v[3] = PJ_SH4(t1, t3, 2, 3, 6, 7); } while (0)
-#define PJ_TREE1(NAME, T, VT, VTU, L, OP, ID)                                              \
+#define PJ_TREE1(NAME, T, VT, VTU, L, OP, ID, MAP, BASE)                                    \
 static const T NAME##_pad[32] = {ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, \
   ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID, ID};                       \
 static inline void NAME##_blk4(const T *const *w, T *out, int cont) {                      \
@@ -82,7 +83,8 @@ static inline void NAME##_blk4(const T *const *w, T *out, int cont) {           
     a[q] = cont ? *(const VTU *)(out + L * q) : (VT){0} + ID;                                \
   for (int j0 = 0; j0 < 32; j0 += L)                                                         \
     for (int q = 0; q < 4; q++) {                                                            \
-      VT v[L]; PJ_UNROLL for (int k = 0; k < L; k++) v[k] = *(const VTU *)(w[L * q + k] + j0); \
+      VT v[L]; PJ_UNROLL for (int k = 0; k < L; k++) {                                     \
+        const VT t_ = *(const VTU *)(w[L * q + k] + j0); v[k] = MAP(t_); }                 \
       PJ_TRANSPOSE_##L(v);                                                                   \
       PJ_UNROLL for (int k = 0; k < L; k++) a[q] = OP(a[q], v[k]); }                         \
   PJ_UNROLL for (int q = 0; q < 4; q++) *(VTU *)(out + L * q) = a[q]; }                      \
@@ -90,7 +92,8 @@ static inline void NAME##_blk1(const T *const *w, T *out, int cont) {           
   VT a0 = cont ? *(const VTU *)out : (VT){0} + ID;                                           \
   for (int j0 = 0; j0 < 32; j0 += L) {                                                       \
     VT v0[L];                                                                                \
-    PJ_UNROLL for (int k = 0; k < L; k++) v0[k] = *(const VTU *)(w[k] + j0);                \
+    PJ_UNROLL for (int k = 0; k < L; k++) {                                                  \
+      const VT t_ = *(const VTU *)(w[k] + j0); v0[k] = MAP(t_); }                            \
     PJ_TRANSPOSE_##L(v0);                                                                    \
     PJ_UNROLL for (int k = 0; k < L; k++) a0 = OP(a0, v0[k]); }                              \
   *(VTU *)out = a0; }                                                                        \
@@ -101,9 +104,9 @@ static void NAME##_win(const T *xs, int64_t e0, int64_t d, int64_t c_lo, int64_t
   const int64_t g = (d + 31) / 32, pd = (g * 32 - d) / 2;                                   \
   const int64_t cf = pd > 0 ? 1 : 0, ce = (d + pd) / 32, b = ce < c_hi ? ce : c_hi;         \
   if (cf && c_lo == 0) { T a = ID;                                                           \
-    for (int64_t i = 0; i < 32 - pd; i++) a = OP(a, xs[i - e0]); part[0] = a; }              \
+    for (int64_t i = 0; i < 32 - pd; i++) a = OP(a, MAP(xs[i - e0])); part[0] = a; }         \
   for (int64_t c = ce > c_lo ? ce : c_lo; c < c_hi; c++) { T a = ID;                         \
-    for (int64_t i = c * 32 - pd; i < d; i++) a = OP(a, xs[i - e0]); part[c] = a; }          \
+    for (int64_t i = c * 32 - pd; i < d; i++) a = OP(a, MAP(xs[i - e0])); part[c] = a; }     \
   const T *w[4 * L]; T out[4 * L];                                                           \
   for (int64_t c = cf > c_lo ? cf : c_lo; c < b; ) {                                         \
     const int nw = b - c > 2 * L ? 4 * L : L;                                                \
@@ -112,11 +115,11 @@ static void NAME##_win(const T *xs, int64_t e0, int64_t d, int64_t c_lo, int64_t
     for (int k = 0; k < nw && c + k < b; k++) part[c + k] = out[k];                          \
     c += nw; } }                                                                             \
 static T NAME(const T *x, int64_t d) {                                                      \
-  if (d <= 32) { T a = ID; for (int64_t i = 0; i < d; i++) a = OP(a, x[i]); return a; }     \
+  if (d <= 32) { T a = ID; for (int64_t i = 0; i < d; i++) a = OP(a, MAP(x[i])); return a; } \
   const int64_t g = (d + 31) / 32;                                                          \
   T stackbuf[512]; T *part = g <= 512 ? stackbuf : (T *)pj_scratch(sizeof(T) * (size_t)g);  \
   NAME##_win(x, 0, d, 0, g, part);                                                           \
-  T r = NAME(part, g);                                                                       \
+  T r = BASE(part, g);                                                                       \
   if (part != stackbuf) pj_unscratch(part);                                                  \
   return r; }
 /* Reductions over nd >= 2 dimensions whose last is longer than 32 (XLA's order: tiles of
@@ -181,10 +184,16 @@ static T NAME(const T *x, int nd, const int64_t *dims) {                        
   return r; }
 #define PJ_T1_ADD(a, b) ((a) + (b))
 #define PJ_T1_MUL(a, b) ((a) * (b))
-PJ_TREE1(pj_tree1_sum_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_ADD, 0.0f)
-PJ_TREE1(pj_tree1_prod_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_MUL, 1.0f)
-PJ_TREE1(pj_tree1_sum_d, double, pj_v4d, pj_v4du, 4, PJ_T1_ADD, 0.0)
-PJ_TREE1(pj_tree1_prod_d, double, pj_v4d, pj_v4du, 4, PJ_T1_MUL, 1.0)
+#define PJ_T1_ID(x) (x)
+#define PJ_T1_SQ(x) ((x) * (x))
+PJ_TREE1(pj_tree1_sum_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_ADD, 0.0f, PJ_T1_ID, pj_tree1_sum_f)
+PJ_TREE1(pj_tree1_prod_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_MUL, 1.0f, PJ_T1_ID, pj_tree1_prod_f)
+PJ_TREE1(pj_tree1_sum_d, double, pj_v4d, pj_v4du, 4, PJ_T1_ADD, 0.0, PJ_T1_ID, pj_tree1_sum_d)
+PJ_TREE1(pj_tree1_prod_d, double, pj_v4d, pj_v4du, 4, PJ_T1_MUL, 1.0, PJ_T1_ID, pj_tree1_prod_d)
+/* the sum of the squares of a row, x[i] * x[i] rounded as a row buffer would hold it: no
+   row buffer written and read back (the window sums are the plain helper's) */
+PJ_TREE1(pj_tree1sq_sum_f, float, pj_v8f, pj_v8fu, 8, PJ_T1_ADD, 0.0f, PJ_T1_SQ, pj_tree1_sum_f)
+PJ_TREE1(pj_tree1sq_sum_d, double, pj_v4d, pj_v4du, 4, PJ_T1_ADD, 0.0, PJ_T1_SQ, pj_tree1_sum_d)
 PJ_TREE_ND(pj_treen_sum_f, pj_tree1_sum_f, float, 8, PJ_T1_ADD, 0.0f, pj_tree_sum_f)
 PJ_TREE_ND(pj_treen_prod_f, pj_tree1_prod_f, float, 8, PJ_T1_MUL, 1.0f, pj_tree_prod_f)
 PJ_TREE_ND(pj_treen_sum_d, pj_tree1_sum_d, double, 4, PJ_T1_ADD, 0.0, pj_tree_sum_d)
