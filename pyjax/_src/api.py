@@ -1181,7 +1181,11 @@ class Lowered:
     return None
 
   def compile(self, compiler_options=None):
-    """``Compiled``: the executable for the lowered argument types."""
+    """``Compiled``: the executable for the lowered argument types.  ``compiler_options``
+    are XLA's: pyjax ignores them, but, as JAX, rejects a name that is neither an XLA
+    debug option (``xla_...``) nor a build option with ``JaxRuntimeError`` (it does not
+    check XLA's list of ``xla_`` names or the values)."""
+    _check_compiler_options(compiler_options)
     wrapped = self._traced._wrapped
     entry = self._traced._entry
     dev = wrapped._param_device() or _devices.default_device()
@@ -1189,6 +1193,16 @@ class Lowered:
     if hasattr(exe, "wait"):   # the tiered executable: wait for the native build
       exe.wait()
     return Compiled(self, exe)
+
+
+_BUILD_OPTIONS = frozenset({"exec_time_optimization_effort", "memory_fitting_effort",
+                            "optimization_level", "memory_fitting_level"})
+
+
+def _check_compiler_options(options):
+  for name in (options or {}):
+    if not (str(name).startswith("xla_") or name in _BUILD_OPTIONS):
+      raise errors.JaxRuntimeError(f"INVALID_ARGUMENT: No such compile option: '{name}'")
 
 
 class Compiled:

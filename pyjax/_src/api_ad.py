@@ -722,7 +722,34 @@ def _closure_converted_call(fun_flat, flat_args):
 
 
 # --- custom_jvp -------------------------------------------------------------------------
-custom_jvp_call_p = core.Primitive("custom_jvp_call")
+class _CustomJVPCallPrimitive(core.Primitive):
+  """``custom_jvp_call``: ``get_bind_params`` also gives JAX's ``subfuns`` -- the function
+  (over consts and arguments) and its JVP (over primals then tangents, consts first in
+  each), as ``WrappedFun``s -- for code that re-binds or inlines equations (equinox's
+  finalisation calls ``subfuns[0].call_wrapped``).  ``bind`` ignores ``subfuns``: the
+  jaxpr params are kept beside them."""
+
+  def bind(self, *args, **params):
+    params.pop("subfuns", None)
+    return super().bind(*args, **params)
+
+  def get_bind_params(self, params):
+    from pyjax._src import linear_util as lu
+    new = dict(params)
+    closed, k, jvp_fun = params["call_jaxpr"], params["num_consts"], params["jvp_jaxpr_fun"]
+
+    def fun(*xs):
+      return core.eval_jaxpr(closed.jaxpr, closed.consts, *xs)
+
+    def jvp(*xs):
+      n = len(xs) // 2
+      return jvp_fun(*xs[k:n], *xs[n + k:])
+
+    new["subfuns"] = (lu.wrap_init(fun), lu.wrap_init(jvp))
+    return new
+
+
+custom_jvp_call_p = _CustomJVPCallPrimitive("custom_jvp_call")
 custom_jvp_call_p.multiple_results = True
 custom_jvp_call_p.eqn_printer = lambda eqn, ctx: [
     ("name", eqn.params["name"]), ("call_jaxpr", eqn.params["call_jaxpr"]),

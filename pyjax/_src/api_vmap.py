@@ -193,7 +193,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         if ax is not None:
           mapped_refs.append((i, x, ax))
         continue
-      if not _valid_input(x):
+      if ax is not None and not _valid_input(x):   # (unmapped leaves pass through as JAX's)
         raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type")
     size = _mapped_axis_size(fun, args, kwargs,
                              _state_vmap.size_leaves(leaves) if mapped_refs else leaves,

@@ -86,6 +86,12 @@ class Primitive:
   def bind(self, *args, **params):
     return _state.interp.process_primitive(self, args, params)
 
+  def get_bind_params(self, params):
+    """The keyword arguments that re-bind an equation with these ``params`` (JAX >= 0.9.2
+    returns a dict too).  pyjax's higher-order primitives bind with their jaxpr params
+    as recorded, so this is a copy of ``params`` for every primitive."""
+    return dict(params)
+
   def def_abstract_eval(self, rule):
     self._abstract_eval = rule
     return rule

@@ -19,6 +19,7 @@ Three ways in, for code that can and cannot be edited:
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -82,6 +83,7 @@ class JaxAliasFinder(importlib.abc.MetaPathFinder):
 
 
 _FINDER = None
+_ALIASED_LOGGERS = []   # (JAX name, pyjax name) of the loggers install_as_jax bound
 
 
 def is_installed():
@@ -118,6 +120,31 @@ def install_as_jax():
   for name, mod in list(sys.modules.items()):
     if name == "pyjax" or name.startswith("pyjax."):
       sys.modules.setdefault("jax" + name[len("pyjax"):], mod)
+  _alias_loggers()
+
+
+def _alias_loggers():
+  """Bind pyjax's loggers under their JAX names, as the modules are, and let their records
+  carry those names, so that ``logging.getLogger("jax._src.callback")`` is pyjax's callback
+  logger and its records say ``jax._src.callback``: libraries filter JAX's loggers by name
+  (equinox's ``filter_jit`` drops the "jax.pure_callback failed" record of its own runtime
+  errors by its logger and record name).  Only names nobody has taken yet."""
+  import logging
+  manager = logging.Logger.manager
+  with _logging_lock():
+    for name, lg in list(manager.loggerDict.items()):
+      if isinstance(lg, logging.Logger) and name.startswith("pyjax._src."):
+        alias = "jax" + name[len("pyjax"):]
+        if alias not in manager.loggerDict:
+          manager.loggerDict[alias] = lg
+          lg.name = alias
+          _ALIASED_LOGGERS.append((alias, name))
+
+
+def _logging_lock():
+  import logging
+  lock = getattr(logging, "_lock", None)
+  return lock if lock is not None else contextlib.nullcontext()
 
 
 def uninstall_as_jax():
@@ -135,6 +162,14 @@ def uninstall_as_jax():
     mod = sys.modules[name]
     if getattr(mod, "__name__", "").split(".")[0] == "pyjax":
       del sys.modules[name]
+  import logging
+  with _logging_lock():
+    for alias, name in _ALIASED_LOGGERS:
+      lg = logging.Logger.manager.loggerDict.get(name)
+      if isinstance(lg, logging.Logger) and logging.Logger.manager.loggerDict.get(alias) is lg:
+        del logging.Logger.manager.loggerDict[alias]
+        lg.name = name
+    _ALIASED_LOGGERS.clear()
 
 
 def install_from_env():

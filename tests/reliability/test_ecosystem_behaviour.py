@@ -478,3 +478,103 @@ def test_astype_of_key_arrays():
     assert lib.numpy.astype(k, k.dtype) is k or str(lib.numpy.astype(k, k.dtype).dtype) == "key<fry>"
     with pytest.raises(ValueError, match="Cannot convert_element_type from key<fry> to float32"):
       lib.numpy.astype(k, lib.numpy.float32)
+
+
+# --- equinox's own tests (0.13.8) -------------------------------------------------------------
+def test_jvp_outputs_with_zero_tangent_are_not_tracers():
+  # equinox's filter_jvp tells differentiated outputs apart by "is a JVP tracer": an output
+  # of a jit whose tangent is symbolically zero leaves the JVP interpreter as a plain value
+  jax = _jax()
+  for lib in (jax, pyjax):
+    seen = []
+
+    def f(x, y, lib=lib, seen=seen):
+      outs = lib.jit(lambda a, b: (a * 2.0, b * 3.0))(x, y)
+      seen.append([isinstance(o, lib.core.Tracer) for o in outs])
+      return outs
+
+    lib.jvp(lambda x: f(x, lib.numpy.float32(1.0)), (1.0,), (1.0,))
+    assert seen == [[True, False]], lib
+
+
+def test_get_bind_params_rebinds_equations():
+  import importlib
+  jax = _jax()
+
+  def run(lib):
+    @lib.custom_jvp
+    def g(x):
+      return lib.numpy.sin(x)
+
+    g.defjvp(lambda p, t: (g(p[0]), t[0] * lib.numpy.cos(p[0])))
+    closed = lib.make_jaxpr(lambda x: g(x) * 2.0 + 1.0)(0.5)
+    env = {v: np.float32(0.5) for v in closed.jaxpr.invars}
+    literal = importlib.import_module(lib.__name__ + ".extend.core").Literal
+    read = lambda v: v.val if isinstance(v, literal) else env[v]
+    for eqn in closed.jaxpr.eqns:
+      params = eqn.primitive.get_bind_params(eqn.params)
+      assert isinstance(params, dict)
+      args = [read(v) for v in eqn.invars]
+      if "subfuns" in params:   # custom_jvp_call: inline its function
+        out = params["subfuns"][0].call_wrapped(*args)
+      else:
+        out = eqn.primitive.bind(*args, **params)
+      outs = out if eqn.primitive.multiple_results else [out]
+      env.update(zip(eqn.outvars, outs))
+    return float(read(closed.jaxpr.outvars[0]))
+
+  assert run(pyjax) == pytest.approx(run(jax)) == pytest.approx(2 * np.sin(0.5) + 1)
+
+
+def test_compile_rejects_unknown_compiler_options():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    lowered = lib.jit(lambda x: 2 * x).lower(np.float32(3))
+    assert float(lowered.compile(compiler_options={"xla_gpu_autotune_level": "0"})(
+        np.float32(3))) == 6.0
+    with pytest.raises(lib.errors.JaxRuntimeError,
+                       match="INVALID_ARGUMENT: No such compile option: 'bad option'"):
+      lowered.compile(compiler_options={"bad option": "1"})
+
+
+def test_vmap_passes_unmapped_non_array_leaves_through():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    f = lib.vmap(lambda x, fn: fn(x), in_axes=(0, None))
+    np.testing.assert_allclose(f(np.ones(3, np.float32), lib.numpy.sin), np.sin(np.ones(3)),
+                               rtol=1e-6)
+    with pytest.raises(TypeError, match="is not a valid JAX type"):
+      lib.vmap(lambda x, s: x)(np.ones(3), "abc")
+
+
+def test_floating_point_warnings_stay_silent_when_warnings_are_errors():
+  # pytest's `filterwarnings = error` (equinox, flax) outranks pyjax's module filter: NumPy's
+  # "divide by zero" must still not reach the program, which XLA never warns about
+  import warnings
+  x = np.array([1.0, 0.0, -1.0], np.float32)
+  z = np.zeros(3, np.float32)
+  c = np.array([1 + 1j, 2j], np.complex64)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    eager = np.asarray(jnp.asarray(x) / jnp.asarray(z))
+    jitted = np.asarray(pyjax.jit(lambda a, b: jnp.log(a) + a / b)(x, z))
+    cdiv = np.asarray(jnp.asarray(c) / jnp.asarray(np.complex64(0)))
+  np.testing.assert_array_equal(eager, [np.inf, np.nan, -np.inf])
+  assert np.isposinf(jitted[0]) and np.isnan(jitted[1:]).all()
+  assert np.isinf(cdiv.real).any() or np.isnan(cdiv.real).any()
+
+
+def test_alias_binds_loggers_under_jax_names():
+  # equinox's filter_jit drops the "jax.pure_callback failed" record by its logger name
+  import subprocess
+  import sys
+  code = ("import logging, pyjax; pyjax.install_as_jax(); "
+          "lg = logging.getLogger('jax._src.callback'); "
+          "assert lg is logging.getLogger('pyjax._src.callback'), lg; "
+          "assert lg.name == 'jax._src.callback'; "
+          "from pyjax._src import jax_alias; jax_alias.uninstall_as_jax(); "
+          "assert logging.getLogger('pyjax._src.callback').name == 'pyjax._src.callback'; "
+          "assert logging.getLogger('jax._src.callback') is not logging.getLogger("
+          "'pyjax._src.callback'); print('ok')")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert out.stdout.strip() == "ok", out.stderr

@@ -726,7 +726,7 @@ _ERRORS = [
      "axis -3 is out of bounds for array of dimension 1"),
     ("out_type", lambda: vmap(lambda a: "s")(jnp.ones(3)), TypeError,
      "Output from batched function 's' with type <class 'str'> is not a valid JAX type"),
-    ("arg_type", lambda: vmap(lambda a, s: a, in_axes=(0, None))(jnp.ones(3), "str"), TypeError,
+    ("arg_type", lambda: vmap(lambda a, s: a)(jnp.ones(3), "str"), TypeError,  # (mapped)
      "Argument 'str' of type <class 'str'> is not a valid JAX type"),
     ("callable", lambda: vmap(3), TypeError, "Expected a callable value, got 3"),
     ("psum_unbound", lambda: lax.psum(1.0, "i"), NameError, "unbound axis name: i"),

@@ -421,8 +421,11 @@ class JVPInterpreter(core.Interpreter):
     aval = core.get_aval(primal)
     if has_float0_tangent(aval):
       return primal  # integer/boolean results carry no tangent: they leave as values
-    if tangent is None:
-      tangent = Zero(tangent_aval(aval))
+    if tangent is None or type(tangent) is Zero:
+      # A symbolically-zero tangent leaves as the plain primal, as in JAX: results of a
+      # jit/custom_jvp call that do not depend on a differentiated input are not tracers
+      # of this interpreter (equinox's filter_jvp tells them apart that way).
+      return primal
     return JVPTracer(self, primal, tangent)
 
 

@@ -183,6 +183,11 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   except MemoryError as e:   # as XLA: RESOURCE_EXHAUSTED
     from pyjax._src import errors
     raise errors.out_of_memory(e) from None
+  except RuntimeWarning as w:   # warnings made errors by the program's filter: run quietly
+    from pyjax._src.backends.cpu.eager import registry
+    if not registry.is_fp_warning(w):
+      raise
+    out = registry.run_quietly(impl, *bufs, **params)
   if _config.debug_special:   # jax_debug_nans / jax_debug_infs
     from pyjax._src import debug_nans
     debug_nans.check_primitive_outputs(name, out, prim.multiple_results)

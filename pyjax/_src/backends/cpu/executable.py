@@ -133,6 +133,10 @@ class CpuExecutable:
       except MemoryError as e:   # as XLA: RESOURCE_EXHAUSTED
         from pyjax._src import errors
         raise errors.out_of_memory(e) from None
+      except RuntimeWarning as w:   # made an error by the program's warnings filter
+        if not cpu_eager.registry.is_fp_warning(w):
+          raise
+        return cpu_eager.registry.run_quietly(cell._impl, *bufs)
     fn.__name__ = f"jit_{name}"
     self.fn = fn
 
