@@ -125,3 +125,51 @@ def test_fuzz_eager_tier_extended_ops():
   assert not bad, "\n\n".join(f"[{m.tier}] v{m.value} = {m.op}: {m.kind}: {m.detail}"
                               for m in bad[:5])
   assert tally["programs"] == 4 and tally["harness errors"] == 0, dict(tally)
+
+
+_EXTREMAL_CASES = [([-3, 1], "clip"), ([1, 1], None), ([0, 7], "drop"), ([0, 7], "clip"),
+                   ([-9, 2], "clip")]
+
+
+@pytest.mark.parametrize("how", ["max", "min"])
+def test_scatter_extremal_gradient_as_jax(how):
+  """The derivative of ``x.at[i].max(u)`` / ``.min``: JAX passes the operand's tangent
+  through every element no update addresses (a NaN there too) and averages the tied
+  winners' tangents where updates land.  pyjax masked the whole operand by ``x == out``,
+  zeroing the cotangent of every unaddressed NaN (found by the grad tier, seed 71).  With
+  ``mode='clip'`` and an out-of-bounds index JAX's rule counts no update where the window
+  lands (-inf/NaN there); pyjax gives the same."""
+  jax = pytest.importorskip("jax")
+  nan = np.nan
+  x = np.array([[3.0, nan, nan], [nan, 1, 2], [3.0, 3.0, nan], [3.0, 3.0, 3.0]], np.float32)
+  u = np.array([[3.0, 1, 5], [3, 1, nan]], np.float32)
+  ct = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+
+  def grads(lib, idx, mode):
+    ii = np.array(idx, np.int32)
+    g = lambda x, u: getattr(x.at[ii], how)(u, mode=mode)
+    return [np.asarray(v) for v in lib.jit(lambda x, u: lib.vjp(g, x, u)[1](ct))(x, u)]
+  for idx, mode in _EXTREMAL_CASES:
+    for a, b in zip(grads(pyjax, idx, mode), grads(jax, idx, mode)):
+      np.testing.assert_allclose(a, b, rtol=1e-6, err_msg=f"{idx} {mode}")
+
+
+@pytest.mark.parametrize("how", ["max", "min"])
+def test_scatter_extremal_signed_zeros(how):
+  """``x.at[i].max(u)`` orders -0.0 below +0.0 as ``lax.max`` does: max(+0, -0) is +0
+  whichever is the operand, min is -0.  pyjax's eager scatter (and so jit's NumPy tier)
+  took NumPy's ``maximum.at``, which keeps either zero (found by the vmap tier, seed 176)."""
+  jax = pytest.importorskip("jax")
+  from pyjax._src.backends.cpu import executable
+  rng = np.random.RandomState(0)
+  x = rng.choice([0.0, -0.0, 1.0, -1.0], size=(4, 3)).astype(np.float32)
+  u = rng.choice([0.0, -0.0, -2.0], size=(6, 3)).astype(np.float32)
+  ii = np.array([0, 1, 1, 2, 2, 2], np.int32)
+  f = lambda x, u: getattr(x.at[ii], how)(u)
+  want = np.asarray(jax.jit(f)(x, u)).view(np.uint32)
+  got = [np.asarray(f(jnp.asarray(x), jnp.asarray(u)))]
+  for mode in ("off", "sync"):
+    with executable.compile_mode_override(mode):
+      got.append(np.asarray(pyjax.jit(f)(x, u)))
+  for g in got:
+    np.testing.assert_array_equal(g.view(np.uint32), want)

@@ -787,31 +787,49 @@ _ad.primitive_transposes[scatter_p] = _scatter_transpose
 
 
 def _scatter_extremal_jvp(prim):
+  """The JVP of scatter_min/scatter_max, JAX's: the operand's tangent passes through
+  every element no update window addresses; where updates land, the tangent is the
+  average of the tangents of the values equal to the result (the updates that won and the
+  operand element if it was kept).  A NaN operand or result equals nothing, so there the
+  tangent is 0.  As in JAX, the read-back gathers clamp (PROMISE_IN_BOUNDS), the counts
+  drop out-of-bounds windows (FILL_OR_DROP) and only the final add uses the scatter's
+  mode: with ``mode='clip'`` an out-of-bounds window's count is 0 where it lands, so
+  that row's tangent is -inf/NaN, exactly as JAX gives it."""
   def rule(primals, tangents, **params):
     operand, indices, updates = primals
     t_op, _, t_up = tangents
     out = prim.bind(operand, indices, updates, **params)
+    if type(t_op) is _ad.Zero and type(t_up) is _ad.Zero:
+      return out, _ad.Zero.from_primal_value(out)
     dn = params["dimension_numbers"]
     op_aval, up_aval = core.get_aval(operand), core.get_aval(updates)
     dt = op_aval.dtype
-    gathered = _gather_like_scatter(out, indices, up_aval.shape, dn, params["mode"],
-                                    params["unique_indices"], params["indices_are_sorted"],
-                                    fill_value=np.nan if dtypes.is_inexact(dt) else 0)
-    up_win = _ew.eq_p.bind(updates, gathered)
-    op_win = _ew.eq_p.bind(operand, out)
-    one, zero = np.array(1, dt), np.array(0, dt)
-    up_ind = _ew.select_n_p.bind(up_win, _zeros(up_aval.shape, dt),
-                                _ad.broadcast_to_shape(one, up_aval.shape))
-    op_ind = _ew.select_n_p.bind(op_win, _zeros(op_aval.shape, dt),
-                                _ad.broadcast_to_shape(one, op_aval.shape))
-    counts = _scatter_add_like(op_ind, indices, up_ind, params)
+    fod = dict(params, mode=GatherScatterMode.FILL_OR_DROP)
+
+    def read(x):   # at each update position, the element of x the window addresses
+      return _gather_like_scatter(x, indices, up_aval.shape, dn,
+                                  GatherScatterMode.PROMISE_IN_BOUNDS,
+                                  params["unique_indices"], params["indices_are_sorted"])
+
+    def count(per_update):   # per update position: the sum over updates addressing it
+      return read(_scatter_add_like(_zeros(op_aval.shape, dt), indices, per_update, fod))
+    one = _ad.broadcast_to_shape(np.array(1, dt), up_aval.shape)
+    zero = _zeros(up_aval.shape, dt)
+    target = read(out)
+    won = _ew.eq_p.bind(updates, target)
+    kept = _ew.eq_p.bind(read(operand), target)
+    n_won = count(_ew.select_n_p.bind(won, zero, one))
+    n_ref = count(one)
+    share_kept = _ew.div_p.bind(one, _ew.add_p.bind(n_won, one))
+    up_coef = _ew.select_n_p.bind(
+        won, zero, _ew.select_n_p.bind(kept, _ew.div_p.bind(one, n_won), share_kept))
+    op_coef = _ew.div_p.bind(
+        _ew.sub_p.bind(_ew.select_n_p.bind(kept, zero, share_kept), one), n_ref)
     t_op = _ad.instantiate_zeros(t_op)
     t_up = _ad.instantiate_zeros(t_up)
-    num = _scatter_add_like(_ew.mul_p.bind(t_op, op_ind), indices, _ew.mul_p.bind(t_up, up_ind),
-                            params)
-    safe = _ew.select_n_p.bind(_ew.eq_p.bind(counts, zero), counts,
-                              _ad.broadcast_to_shape(one, op_aval.shape))
-    return out, _ew.div_p.bind(num, safe)
+    delta = _ew.add_p.bind(_ew.mul_p.bind(read(t_op), op_coef),
+                           _ew.mul_p.bind(t_up, up_coef))
+    return out, _scatter_add_like(t_op, indices, delta, params)
   _ad.primitive_jvps[prim] = rule
 
 

@@ -183,6 +183,20 @@ def _half_safe_at(ufunc, out, where, vals):
       flat[t] = ufunc(flat[t], v)
 
 
+def _signed_zero_extremum(out, operand, where, vals, is_max):
+  """XLA's max/min order -0.0 below +0.0 (NumPy's return either zero): a zero scatter-max
+  result is +0 if the operand element or an update landing there is +0, a zero
+  scatter-min result -0 if one of them is -0."""
+  zero = out == 0
+  if not zero.any():
+    return
+  win = lambda v: (v == 0) & (np.signbit(v) != is_max)   # +0 for max, -0 for min
+  flag = win(np.asarray(operand)).copy()
+  np.logical_or.at(flag, where, win(vals))
+  out[zero & flag] = 0 if is_max else -0.0
+  out[zero & ~flag] = -0.0 if is_max else 0
+
+
 def _make_accumulating_impl(name):
   ufunc = _accumulators[name]
 
@@ -204,6 +218,8 @@ def _make_accumulating_impl(name):
       return out
     with np.errstate(all="ignore"):
       _half_safe_at(ufunc, out, where, vals)
+    if name in ("scatter-max", "scatter-min") and out.dtype.kind not in "biu":
+      _signed_zero_extremum(out, operand, where, vals, name == "scatter-max")
     return out
   impl.__name__ = name.replace("-", "_")
   return impl
