@@ -13,9 +13,38 @@ directly), so they never pass through here.
 """
 from __future__ import annotations
 
+import threading
+
 from pyjax._src.runtime import devices as _devices
 
 __all__ = ["backend_compile_and_load", "compile_for_device"]
+
+# How many calls of one argument signature of a jax.numpy library function (run as a
+# ``jit`` of its body, ``numpy.util.library_function``) before its native build starts,
+# in every compile mode but ``off``: eager code calls such functions on many shapes once
+# or twice, so they stay on the first tier (no C build) until they are hot.
+LIBRARY_COMPILE_AFTER = 8
+
+_hints = threading.local()
+
+
+class library_calls:
+  """``with library_calls():`` -- the programs compiled on this thread in the block are
+  jax.numpy library functions' bodies (their native build waits for
+  ``LIBRARY_COMPILE_AFTER`` calls)."""
+  __slots__ = ("prev",)
+
+  def __enter__(self):
+    self.prev = getattr(_hints, "library", False)
+    _hints.library = True
+
+  def __exit__(self, *exc):
+    _hints.library = self.prev
+
+
+def library_compile():
+  """Whether the program being compiled on this thread is a library function's body."""
+  return getattr(_hints, "library", False)
 
 
 def backend_compile_and_load(backend, closed_jaxpr, device, name, donate=()):

@@ -104,6 +104,28 @@ def check_library_arguments(args, kwargs, dynamic, sig):
         host_to_device(host_aval(bound.arguments[name]), None, False)
 
 
+class constant_folding:
+  """Context: evaluate now, on the eager interpreter, values a trace folds into constants
+  (``lax.full`` of a concrete fill value while staging).  Folding inside a trace is not a
+  transfer (the values are the staged program's literals), so implicit host-to-device
+  transfers are not checked in the block when a trace was active."""
+  __slots__ = ("prev", "tracing")
+
+  def __enter__(self):
+    from pyjax._src import core
+    self.prev = core._state.interp
+    core._state.interp = core.eval_interpreter
+    self.tracing = self.prev is not core.eval_interpreter
+    if self.tracing:
+      _library.depth = getattr(_library, "depth", 0) + 1
+
+  def __exit__(self, *exc):
+    from pyjax._src import core
+    core._state.interp = self.prev
+    if self.tracing:
+      _library.depth -= 1
+
+
 class library_body:
   """Context: implicit host-to-device transfers on this thread are a library function's
   own constants (literals of JAX's compiled program), not checked."""

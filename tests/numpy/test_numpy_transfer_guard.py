@@ -30,6 +30,13 @@ _CASES = {
     "add_python_int": lambda j, n, x: x + 1,
     "where_python_scalar": lambda j, n, x: n.where(x, x, 0.0),
     "clip_arrays": lambda j, n, x: n.clip(x, x, x),
+    # JAX jits these: the Python scalars they are given are arguments (transfers)
+    "clip_python_scalars": lambda j, n, x: n.clip(x, 0, 1),
+    "nanstd_ddof": lambda j, n, x: n.nanstd(x, ddof=1, axis=1),
+    "diff_prepend": lambda j, n, x: n.diff(x, prepend=0),
+    # ... unless they are static (decimals) or left at their defaults (rtol, atol)
+    "round_decimals": lambda j, n, x: n.round(x, 2),
+    "isclose_defaults": lambda j, n, x: n.isclose(x, x),
 }
 
 
@@ -62,11 +69,13 @@ def test_disallow_without_jax():
   x = jnp.arange(6.0).reshape(2, 3)
   with pyjax.transfer_guard("disallow"):
     np.testing.assert_allclose(jnp.mean(x), 2.5)
-    np.testing.assert_allclose(jnp.nanstd(x, ddof=1, axis=1), [1.0, 1.0])
+    np.testing.assert_allclose(jnp.nanstd(x, axis=1), [np.sqrt(2 / 3)] * 2, rtol=1e-6)
     np.testing.assert_allclose(jnp.nanvar(x), np.var(np.arange(6.0)), rtol=1e-6)
     np.testing.assert_allclose(jnp.linalg.norm(x, ord=np.inf), 12.0)
     with pytest.raises(pyjax.errors.JaxRuntimeError, match="float32\\[3\\]"):
       jnp.mean(np.ones(3, np.float32))
+    with pytest.raises(pyjax.errors.JaxRuntimeError, match="int32\\[\\], weak_type=True"):
+      jnp.nanstd(x, ddof=1)   # a traced argument of JAX's jitted nanstd
     with pytest.raises(pyjax.errors.JaxRuntimeError, match="int32\\[\\], weak_type=True"):
       x > 1
 

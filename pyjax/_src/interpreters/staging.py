@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 
 from pyjax._src import core, dtypes
 from pyjax._src import profiler as _profiler
@@ -82,11 +83,23 @@ def fun_definition_site(fun):
   return None if code is None else f"{code.co_filename}:{code.co_firstlineno}"
 
 
+_signatures = weakref.WeakKeyDictionary()
+
+
 def _signature(fun):
   try:
-    return inspect.signature(fun)
+    return _signatures[fun]
+  except (KeyError, TypeError):
+    pass
+  try:
+    sig = inspect.signature(fun)
   except (ValueError, TypeError):
-    return None
+    sig = None
+  try:
+    _signatures[fun] = sig
+  except TypeError:   # not weak-referenceable
+    pass
+  return sig
 
 
 def arg_names_of(fun, args, kwargs, static_argnums=(), static_argnames=()):

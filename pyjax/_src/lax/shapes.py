@@ -86,7 +86,8 @@ def _is_array(x):
 def _concrete(fn, *args):
   """Run ``fn`` on the eager interpreter: for values that are all concrete this is JAX's
   constant folding (a staged jaxpr then sees a literal or a constant, not an equation)."""
-  with core.set_interpreter(core.eval_interpreter):
+  from pyjax._src.transfer_guard import constant_folding
+  with constant_folding():
     return fn(*args)
 
 

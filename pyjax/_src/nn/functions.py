@@ -20,6 +20,7 @@ from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy.util import canonicalize_axis, check_arraylike, promote_args_inexact
 from pyjax._src.scipy.special import logsumexp
 from pyjax._src.scipy import _custom
+from pyjax._src.numpy.util import library_function as _library_function
 import pyjax.numpy as jnp
 
 __all__ = [
@@ -282,6 +283,7 @@ def _log_softmax(x, axis, where):
 _log_softmax_jit = jit(_log_softmax, static_argnames=("axis",))
 
 
+@_library_function(jit=('log_softmax', ('axis',)))
 def log_softmax(x, axis=-1, where=None):
   """``x - logsumexp(x, axis, keepdims=True)``; entries masked out by ``where`` are -inf."""
   return _log_softmax_jit(x, _norm_axis(axis), where)

@@ -22,6 +22,7 @@ from pyjax._src.numpy.util import check_arraylike, canonicalize_axis
 from pyjax._src.out_sharding import choose_device_or_out_sharding, lay_out
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl
+from pyjax._src.numpy.util import library_function as _library_function
 
 from pyjax import lax  # the public lax namespace (every primitive family re-exported)
 
@@ -109,7 +110,8 @@ def _const(value, dtype, weak=False):
   if t in _scalar_types or t is ArrayImpl or isinstance(value, (np.ndarray, np.generic)):
     # inexact to integer: convert now with the backend's (XLA's saturating) semantics,
     # eagerly, so a traced program sees a constant rather than a conversion
-    with core.set_interpreter(core.eval_interpreter):
+    from pyjax._src.transfer_guard import constant_folding
+    with constant_folding():
       return lax_e._convert_element_type(value, dtype, weak)
   return lax_e._convert_element_type(value, dtype, weak)
 
@@ -502,11 +504,13 @@ def _tril_triu(name, m, k, lower):
   return lax_e.select_n(mask, z, m) if lower else lax_e.select_n(mask, m, z)
 
 
+@_library_function(jit=('tril', ('k',)))
 def tril(m, k=0):
   """Zero the elements above the ``k``-th diagonal of the last two axes."""
   return _tril_triu("tril", m, k, True)
 
 
+@_library_function(jit=('triu', ('k',)))
 def triu(m, k=0):
   """Zero the elements below the ``k``-th diagonal of the last two axes."""
   return _tril_triu("triu", m, k, False)

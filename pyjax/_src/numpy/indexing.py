@@ -54,7 +54,8 @@ def _is_tracer(x):
 
 def _concrete(fn, *args, **kw):
   """Evaluate ``fn`` now on concrete values (JAX constant-folds these)."""
-  with core.set_interpreter(core.eval_interpreter):
+  from pyjax._src.transfer_guard import constant_folding
+  with constant_folding():
     return fn(*args, **kw)
 
 

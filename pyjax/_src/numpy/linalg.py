@@ -471,7 +471,7 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
   return _uf.power(out, ord_inv)
 
 
-@_library_function
+@_library_function(jit=('norm', ('ord', 'axis', 'keepdims')))
 def norm(x, ord=None, axis=None, keepdims=False):
   """Vector (one axis) or matrix (two axes) norm; with ``axis=None`` and ``ord=None`` the
   2-norm of the flattened array for any rank (NumPy's behaviour)."""

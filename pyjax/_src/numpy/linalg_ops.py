@@ -20,6 +20,7 @@ from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy.reductions import (lax, _asarray, _convert, _canonicalize_axis,
                                          _expand_dims, _full)
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes, promote_dtypes_inexact
+from pyjax._src.numpy.util import library_function as _library_function
 
 __all__ = ["dot", "matmul", "matvec", "vecmat", "vdot", "vecdot", "inner", "outer",
            "tensordot", "einsum", "einsum_path", "kron", "trace", "diagonal", "cross",
@@ -455,6 +456,7 @@ def _einsum(operands, contractions, precision, preferred_element_type, dot_gener
 
 
 # --- kron, trace, diagonal, cross -------------------------------------------------------
+@_library_function(jit=('kron', ()))
 def kron(a, b):
   """Kronecker product (bool inputs raise, as in JAX, which multiplies with lax.mul)."""
   check_arraylike("kron", a, b)
@@ -585,6 +587,7 @@ def _conv(x, y, mode, op, precision, preferred_element_type):
   return lax.rev(out, (0,)) if reverse_out else out
 
 
+@_library_function(jit=('convolve', ('mode', 'precision', 'preferred_element_type')))
 def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
   """1-D discrete convolution via lax.conv_general_dilated (integer inputs give floats
   unless ``preferred_element_type`` is given)."""

@@ -780,6 +780,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   return _where(condition, x, y)
 
 
+@_library_function(jit=("_where", ()))
 def _where(condition, x, y):
   # fast path: a bool Array condition and two Arrays of one shape, dtype and weak type
   if (type(condition) is _ArrayImpl and type(x) is _ArrayImpl and type(y) is _ArrayImpl
@@ -808,7 +809,7 @@ def _where(condition, x, y):
   return lax_e.select_n(c, y, x)
 
 
-@_library_function(dynamic=("arr", "min", "max"))
+@_library_function(dynamic=("arr", "min", "max"), jit=("clip", ()))
 def clip(arr=None, /, min=None, max=None):
   """Clip values to ``[min, max]`` (either bound may be None); where ``min > max`` the
   result is ``max``.  Complex inputs are rejected, as in JAX."""

@@ -19,6 +19,7 @@ from pyjax._src.numpy import ufuncs as _uf
 from pyjax._src.numpy.array_constructors import array as _array, asarray as _asarray
 from pyjax._src.numpy.util import (canonicalize_axis, check_arraylike, promote_args,
                                    promote_args_inexact, promote_dtypes, promote_dtypes_inexact)
+from pyjax._src.numpy.util import library_function as _library_function
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "interp", "unwrap", "isclose",
            "allclose", "nan_to_num", "iscomplex", "isreal", "iterable", "compress", "extract",
@@ -39,6 +40,7 @@ def _slice_axis(x, start, stop, axis):
 
 
 # --- differences and integrals -----------------------------------------------------------------
+@_library_function(jit=('diff', ('n', 'axis')))
 def diff(a, n=1, axis=-1, prepend=None, append=None):
   """``n``-th discrete difference along ``axis`` (``!=`` for booleans), after joining
   ``prepend``/``append``."""
@@ -243,6 +245,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 
 
 # --- comparisons ------------------------------------------------------------------------------
+@_library_function(jit=('isclose', ('equal_nan',)))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   """|a - b| <= atol + rtol |b| elementwise (infinities equal only to themselves)."""
   a, b = promote_args("isclose", a, b)
@@ -258,6 +261,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   return _uf.logical_or(out, both_nan) if equal_nan else out
 
 
+@_library_function(jit=('allclose', ('equal_nan',)))
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   """True if all elements are ``isclose``."""
   check_arraylike("allclose", a, b)
@@ -285,6 +289,7 @@ def iterable(y):
   return True
 
 
+@_library_function(jit=('nan_to_num', ('copy',)))
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
   """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default the largest
   finite values); non-inexact inputs are returned unchanged."""

@@ -20,6 +20,7 @@ from pyjax._src.numpy import reductions as _red
 from pyjax._src.numpy import ufuncs as _uf
 from pyjax._src.numpy.array_constructors import array as _array
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes, promote_dtypes_inexact
+from pyjax._src.numpy.util import library_function as _library_function
 
 __all__ = ["poly", "polyval", "polyfit", "polyder", "polyint", "polyadd", "polysub",
            "polymul", "polydiv", "roots", "vander"]
@@ -159,6 +160,7 @@ def poly(seq_of_zeros):
   return a
 
 
+@_library_function(jit=('polyval', ('unroll',)))
 def polyval(p, x, *, unroll=16):
   """Evaluate the polynomial ``p`` at ``x`` (Horner's rule); ``p`` may carry trailing
   batch dimensions that broadcast with ``x``."""

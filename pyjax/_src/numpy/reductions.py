@@ -467,12 +467,17 @@ def _ddof_or_correction(ddof, correction):
   return correction
 
 
-@_library_function(dynamic=("ddof",))
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
   """Variance (jnp.var); ``correction`` is the array-API name of ``ddof``.  Returns NaN
   where the normalizer is not positive."""
-  correction = _ddof_or_correction(ddof, correction)
+  return _var_jit(a, axis, dtype, out, _ddof_or_correction(ddof, correction), keepdims,
+                  where, mean)
+
+
+@_library_function(jit=("_var", ("axis", "dtype", "out", "keepdims")))
+def _var_jit(a, axis, dtype, out, correction, keepdims, where, mean):
+  """var once its correction is known: JAX's jitted ``_var`` (``correction`` is traced)."""
   a = _asarray("var", a)
   return _var(a, axis=_ensure_optional_axes(axis), dtype=dtype, out=out,
               correction=correction, keepdims=keepdims, where=where, a_mean=mean)
@@ -531,11 +536,16 @@ def _eager_column_var(a, axis, comp_dtype, dtype, correction, keepdims):
   return None if res is None else res[0]
 
 
-@_library_function(dynamic=("ddof",))
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
   """Standard deviation (jnp.std): sqrt of jnp.var."""
-  correction = _ddof_or_correction(ddof, correction)
+  return _std_jit(a, axis, dtype, out, _ddof_or_correction(ddof, correction), keepdims,
+                  where, mean)
+
+
+@_library_function(jit=("_std", ("axis", "dtype", "out", "keepdims")))
+def _std_jit(a, axis, dtype, out, correction, keepdims, where, mean):
+  """std once its correction is known: JAX's jitted ``_std`` (``correction`` is traced)."""
   a = _asarray("std", a)
   where = _check_where("std", where)
   if dtype is not None:
@@ -544,8 +554,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
       raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.std is not supported.")
-  return lax.sqrt(var(a, axis=axis, dtype=dtype, correction=correction, keepdims=keepdims,
-                      where=where, mean=mean))
+  return lax.sqrt(_var_jit(a, axis, dtype, None, correction, keepdims, where, mean))
 
 
 @_library_function
@@ -584,7 +593,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
   return avg
 
 
-@_library_function
+@_library_function(jit=('_ptp', ('axis', 'out', 'keepdims')))
 def ptp(a, axis=None, out=None, keepdims=False):
   """Range of values (max - min) along the axes (jnp.ptp)."""
   a = _asarray("ptp", a)
@@ -594,7 +603,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
   return lax.sub(amax(a, axis=axis, keepdims=keepdims), amin(a, axis=axis, keepdims=keepdims))
 
 
-@_library_function
+@_library_function(jit=('count_nonzero', ('axis', 'keepdims')))
 def count_nonzero(a, axis=None, keepdims=False):
   """Number of non-zero elements, as the default integer dtype."""
   a = _asarray("count_nonzero", a)
@@ -647,13 +656,13 @@ def _nanarg(name, fill, a, axis, out, keepdims):
   return _where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
 
 
-@_library_function
+@_library_function(jit=('_nanargmax', ('axis', 'out', 'keepdims')))
 def nanargmax(a, axis=None, out=None, keepdims=None):
   """argmax ignoring NaNs; -1 where a slice is all NaN (NumPy raises instead)."""
   return _nanarg("nanargmax", -np.inf, a, axis, out, keepdims)
 
 
-@_library_function
+@_library_function(jit=('_nanargmin', ('axis', 'out', 'keepdims')))
 def nanargmin(a, axis=None, out=None, keepdims=None):
   """argmin ignoring NaNs; -1 where a slice is all NaN (NumPy raises instead)."""
   return _nanarg("nanargmin", np.inf, a, axis, out, keepdims)
@@ -673,21 +682,21 @@ def _nan_reduction(a, name, reduction, init_val, nan_if_all_nan, axis=None, keep
   return out
 
 
-@_library_function
+@_library_function(jit=('nanmin', ('axis', 'out', 'keepdims')))
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """min ignoring NaNs (NaN where a slice is all NaN and no ``initial`` is given)."""
   return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis=axis, out=out,
                         keepdims=keepdims, initial=initial, where=where)
 
 
-@_library_function
+@_library_function(jit=('nanmax', ('axis', 'out', 'keepdims')))
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
   """max ignoring NaNs (NaN where a slice is all NaN and no ``initial`` is given)."""
   return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis=axis, out=out,
                         keepdims=keepdims, initial=initial, where=where)
 
 
-@_library_function
+@_library_function(jit=('nansum', ('axis', 'dtype', 'out', 'keepdims')))
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   """sum treating NaNs as zero."""
   if dtype is not None:
@@ -696,7 +705,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
                         keepdims=keepdims, initial=initial, where=where)
 
 
-@_library_function
+@_library_function(jit=('nanprod', ('axis', 'dtype', 'out', 'keepdims')))
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
   """prod treating NaNs as one."""
   if dtype is not None:
@@ -705,7 +714,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
                         keepdims=keepdims, initial=initial, where=where)
 
 
-@_library_function
+@_library_function(jit=('nanmean', ('axis', 'dtype', 'out', 'keepdims')))
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   """mean ignoring NaNs (NaN where a slice is all NaN)."""
   a = _asarray("nanmean", a)
@@ -720,7 +729,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
   return lax.div(nansum(a, axis, dtype=dtype, keepdims=keepdims, where=where), normalizer)
 
 
-@_library_function
+@_library_function(jit=('nanvar', ('axis', 'dtype', 'out', 'keepdims')))
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
   """var ignoring NaNs (NaN where fewer than ddof+1 values remain)."""
   a = _asarray("nanvar", a)
@@ -750,7 +759,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   return _convert(result, dtype)
 
 
-@_library_function
+@_library_function(jit=('nanstd', ('axis', 'dtype', 'out', 'keepdims')))
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
   """std ignoring NaNs."""
   a = _asarray("nanstd", a)
@@ -793,24 +802,26 @@ def _cumulative_reduction(name, lax_name, a, axis, dtype, out=None, fill_nan=Fal
   return _convert(result, result_dtype)
 
 
+@_library_function(jit=('cumsum', ('axis', 'dtype', 'out')))
 def cumsum(a, axis=None, dtype=None, out=None):
   """Cumulative sum; ``axis=None`` flattens first.  bool sums as the default int."""
   return _cumulative_reduction("cumsum", "cumsum", a, axis, dtype, out)
 
 
+@_library_function(jit=('cumprod', ('axis', 'dtype', 'out')))
 def cumprod(a, axis=None, dtype=None, out=None):
   """Cumulative product; ``axis=None`` flattens first."""
   return _cumulative_reduction("cumprod", "cumprod", a, axis, dtype, out)
 
 
-@_library_function
+@_library_function(jit=('nancumsum', ('axis', 'dtype', 'out')))
 def nancumsum(a, axis=None, dtype=None, out=None):
   """Cumulative sum treating NaNs as zero."""
   return _cumulative_reduction("nancumsum", "cumsum", a, axis, dtype, out, fill_nan=True,
                                fill_value=0)
 
 
-@_library_function
+@_library_function(jit=('nancumprod', ('axis', 'dtype', 'out')))
 def nancumprod(a, axis=None, dtype=None, out=None):
   """Cumulative product treating NaNs as one."""
   return _cumulative_reduction("nancumprod", "cumprod", a, axis, dtype, out, fill_nan=True,
@@ -867,14 +878,14 @@ def _median(name, a, axis, out, overwrite_input, keepdims, squash_nans):
             method="midpoint")
 
 
-@_library_function
+@_library_function(jit=('median', ('axis', 'out', 'overwrite_input', 'keepdims')))
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """Median (midpoint of the two middle values); NaN where a slice has a NaN.  ``axis``
   may be an int or a tuple.  Empty inputs raise, as in JAX."""
   return _median("median", a, axis, out, overwrite_input, keepdims, False)
 
 
-@_library_function
+@_library_function(jit=('nanmedian', ('axis', 'out', 'overwrite_input', 'keepdims')))
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
   """Median ignoring NaNs (NaN where a slice is all NaN)."""
   return _median("nanmedian", a, axis, out, overwrite_input, keepdims, True)

@@ -14,6 +14,7 @@ from pyjax._src import dtypes
 from pyjax._src.numpy.reductions import (lax, _asarray, _convert, _canonicalize_axis,
                                          _full, _const)
 from pyjax._src.numpy.util import check_arraylike, promote_dtypes
+from pyjax._src.numpy.util import library_function as _library_function
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex",
            "searchsorted"]
@@ -38,6 +39,7 @@ def _swap_to_last(x, axis):
   return lax.transpose(x, tuple(perm))
 
 
+@_library_function(jit=('sort', ('axis', 'kind', 'order', 'stable', 'descending')))
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
   """Sorted copy along ``axis`` (``None`` flattens).  ``kind`` and ``order`` are not
   supported (TypeError, as JAX); use ``stable``/``descending``."""
@@ -55,6 +57,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
   return lax.rev(result, (dim,)) if descending else result
 
 
+@_library_function(jit=('argsort', ('axis', 'kind', 'order', 'stable', 'descending', 'dtype')))
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
   """Indices that sort ``a`` along ``axis``; a stable descending sort keeps equal elements
   in their original order (like JAX)."""

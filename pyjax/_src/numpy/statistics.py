@@ -217,7 +217,8 @@ def _check_out(name, out, overwrite_input):
     raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or out != None")
 
 
-@_library_function(dynamic=("q",))
+@_library_function(dynamic=("q",), jit=(
+    'quantile', ('axis', 'out', 'overwrite_input', 'method', 'keepdims')))
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
              keepdims=False, *, weights=None):
   """The ``q``-th quantiles (``q`` in [0, 1], scalar or 1-D) along ``axis``; NaN where the
@@ -229,7 +230,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
   return _quantile("quantile", a, _q_inexact(q), axis, method, keepdims, False, weights)
 
 
-@_library_function
+@_library_function(jit=('nanquantile', ('axis', 'out', 'overwrite_input', 'method', 'keepdims')))
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                 keepdims=False, *, weights=None):
   """quantile ignoring NaNs (NaN only where a slice is all NaN)."""
@@ -245,7 +246,8 @@ def _q_inexact(q):
   return q
 
 
-@_library_function(dynamic=("q",))
+@_library_function(dynamic=("q",), jit=(
+    'percentile', ('axis', 'out', 'overwrite_input', 'method', 'keepdims', 'out_sharding')))
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, out_sharding=None):
   """The ``q``-th percentiles (``q`` in [0, 100])."""
@@ -256,7 +258,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                   keepdims=keepdims, weights=weights)
 
 
-@_library_function
+@_library_function(jit=('nanpercentile', ('axis', 'out', 'overwrite_input', 'method', 'keepdims')))
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
   """percentile ignoring NaNs."""
@@ -433,7 +435,7 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
 
 
 # --- covariance -------------------------------------------------------------------------------
-@_library_function
+@_library_function(jit=('cov', ('rowvar', 'bias', 'ddof', 'dtype')))
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
         dtype=None):
   """Covariance matrix of the variables in the rows (``rowvar``) or columns of ``m``
@@ -502,7 +504,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
   return _manip.squeeze(c)
 
 
-@_library_function
+@_library_function(jit=('corrcoef', ('rowvar', 'dtype')))
 def corrcoef(x, y=None, rowvar=True, dtype=None):
   """Pearson correlation coefficients (clipped to [-1, 1])."""
   check_arraylike("corrcoef", x)

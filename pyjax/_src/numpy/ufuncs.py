@@ -18,6 +18,7 @@ from pyjax._src.runtime.array import ArrayImpl
 from pyjax._src.numpy.util import (promote_args, promote_args_inexact, promote_args_numeric,
                                    check_arraylike, promote_dtypes_inexact, asarray_weak,
                                    promote_shapes, promote_dtypes, promote_dtypes_numeric)
+from pyjax._src.numpy.util import library_function as _library_function
 
 __all__ = []
 
@@ -366,6 +367,7 @@ def rint(x, /):
 
 
 @_export
+@_library_function(jit=('round', ('decimals', 'out')))
 def round(a, decimals=0, out=None):  # noqa: A001
   """jnp.round: half to even, like NumPy; floats are scaled by 10**decimals."""
   if out is not None:
@@ -461,6 +463,7 @@ __all__ += ["radians", "degrees"]
 
 
 @_export
+@_library_function(jit=('sinc', ()))
 def sinc(x, /):
   """jnp.sinc: sin(pi x) / (pi x), and 1 at x == 0."""
   check_arraylike("sinc", x)
@@ -949,6 +952,7 @@ def _complex_logaddexp(x1, x2, exp_fn, scale, half_period):
 
 
 @_export
+@_library_function(jit=('hypot', ()))
 def hypot(x1, x2, /):
   """jnp.hypot: sqrt(x1**2 + x2**2) without overflow; inf if either is infinite."""
   x1, x2 = promote_args_inexact("hypot", x1, x2)
@@ -967,6 +971,7 @@ def hypot(x1, x2, /):
 
 
 @_export
+@_library_function(jit=('heaviside', ()))
 def heaviside(x1, x2, /):
   """jnp.heaviside: 0 for x1 < 0, 1 for x1 > 0, x2 at 0 (NaN x1 gives NaN)."""
   check_arraylike("heaviside", x1, x2)

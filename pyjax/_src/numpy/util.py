@@ -106,8 +106,19 @@ def _guard_h2d(aval):
     transfer_guard.host_to_device(aval, None, False)
 
 
-def library_function(fn=None, *, dynamic=()):
-  """Decorate a jax.numpy function that JAX runs as one jitted computation, so that:
+def library_function(fn=None, *, dynamic=(), jit=None):
+  """Decorate a jax.numpy function that JAX runs as one jitted computation.
+
+  ``jit=(name, static_argnames)`` (JAX's name for the inner ``jit`` equation and its static
+  arguments): the function runs as a cached ``jit`` of its body, as in JAX -- eagerly one
+  compiled call per argument signature (its tiers: ``compiler.library_calls``), and while
+  staging one ``jit[name=...]`` equation.  Every argument outside ``static_argnames`` that
+  the call passes is a traced argument (Python scalars too: ``clip(x, 0, 1)`` traces 0 and
+  1, weakly typed; parameters left at their defaults are not arguments).  Calls whose
+  static arguments are unhashable, or with list/tuple array arguments, run the body
+  directly (its own checks raise JAX's errors).
+
+  Without ``jit`` (functions JAX inlines, such as ``mean``):
 
   * eagerly under ``jax.transfer_guard``, its NumPy-value arguments (and the Python scalars
     named in ``dynamic``, which JAX traces, e.g. ``q`` of quantile; others such as
@@ -116,11 +127,19 @@ def library_function(fn=None, *, dynamic=()):
     are literals of the compiled program;
   * while staging (``make_jaxpr``, ``jit``), the concrete Arrays among its arguments become
     constvars in argument order, as the arguments of JAX's inner ``jit`` equation do (the
-    body may use them in another order).  Differs from JAX: no ``jit`` equation is
-    emitted, the body's equations are inlined."""
+    body may use them in another order)."""
   if fn is None:
-    return functools.partial(library_function, dynamic=dynamic)
-  sig = inspect.signature(fn) if dynamic else None
+    return functools.partial(library_function, dynamic=dynamic, jit=jit)
+  sig = inspect.signature(fn) if dynamic or jit else None
+  direct = _direct_call(fn, dynamic, sig)
+  if jit is None:
+    return direct
+  return _jitted_call(fn, direct, jit[0], frozenset(jit[1]), sig)
+
+
+def _direct_call(fn, dynamic, sig):
+  """``fn`` run op by op, with the transfer-guard and staging rules of a jitted library
+  function (see ``library_function``)."""
 
   @functools.wraps(fn)
   def wrapper(*args, **kwargs):
@@ -137,6 +156,57 @@ def library_function(fn=None, *, dynamic=()):
         if type(a) is ArrayImpl and a.aval.shape:
           interp.to_atom(a)
     return fn(*args, **kwargs)
+  return wrapper
+
+
+def _jitted_call(fn, direct, name, static, sig):
+  """``fn`` as JAX runs it: ``jit(body, name=name)`` per set of static arguments."""
+  from pyjax._src import api, compiler
+  params = [p for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  positional = tuple(p.name for p in params)
+  posonly = frozenset(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
+  posonly_order = tuple(p.name for p in params if p.kind is p.POSITIONAL_ONLY)
+  jits = {}
+
+  def make(dyn_names, statics):
+    def body(*values):
+      kwargs = dict(statics)
+      kwargs.update(zip(dyn_names, values))
+      args = []
+      for n in posonly_order:
+        if n not in kwargs:
+          break
+        args.append(kwargs.pop(n))
+      return fn(*args, **kwargs)
+    body.__name__ = body.__qualname__ = name
+    body.__signature__ = inspect.Signature(   # (the arguments' names in jaxpr debug info)
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY) for n in dyn_names])
+    return api.jit(body)
+
+  @functools.wraps(fn)
+  def wrapper(*args, **kwargs):
+    if len(args) > len(positional) or (kwargs and not posonly.isdisjoint(kwargs)):
+      return direct(*args, **kwargs)   # (its own TypeError)
+    dyn_names, values, statics = [], [], []
+    for n, v in (*zip(positional, args), *kwargs.items()):
+      if n in static or v is None:
+        statics.append((n, v))
+      elif type(v) in (list, tuple):
+        return direct(*args, **kwargs)
+      else:
+        dyn_names.append(n)
+        values.append(v)
+    key = (tuple(dyn_names), tuple(statics))
+    try:
+      jitted = jits.get(key)
+    except TypeError:   # an unhashable static argument (an axis list): op by op
+      return direct(*args, **kwargs)
+    if jitted is None:
+      jitted = jits[key] = make(*key)
+    with compiler.library_calls():
+      return jitted(*values)
+  wrapper._jits = jits
   return wrapper
 
 

@@ -45,6 +45,7 @@ import warnings
 import numpy as np
 
 from pyjax._src import config as _config
+from pyjax._src import compiler as _compiler
 from pyjax._src import profiler as _profiler
 from pyjax._src.backends.cpu import debug as _dbg
 from pyjax._src.backends.cpu import eager as cpu_eager
@@ -101,8 +102,8 @@ class CpuExecutable:
   """A compiled jaxpr: ``exe.fn(*buffers)`` returns the list of output buffers.
   ``exe.tier`` is "numpy", "pending" or "native"."""
   __slots__ = ("fn", "source", "in_avals", "out_avals", "device", "name", "_impl",
-               "_closed", "_job", "native", "_calls", "_numpy_fn", "_work", "error", "_effects",
-               "_donate", "__weakref__")
+               "_closed", "_job", "native", "_calls", "_after", "_numpy_fn", "_work", "error",
+               "_effects", "_donate", "__weakref__")
 
   def __init__(self, numpy_fn, source, closed, device, name, donate=()):
     self._donate = tuple(donate)   # (input, output) pairs: donated buffer -> its output
@@ -117,6 +118,7 @@ class CpuExecutable:
     self.error = None
     self._job = None
     self._calls = 0
+    self._after = None   # calls before the native build (None: PYJAX_COMPILE_AFTER)
     self._work = _program_work(closed)
     # effects, or a host callback that may raise: such programs run synchronously on
     # every tier, so a callback's error surfaces at the call (as in JAX), never at a read
@@ -163,7 +165,7 @@ class CpuExecutable:
   # -- tiers -------------------------------------------------------------------------------
   def _counting(self, *bufs):
     self._calls += 1
-    if self._calls >= _compile_after():
+    if self._calls >= (self._after or _compile_after()):
       self._impl = self._numpy_fn
       self.start()
     return self._numpy_fn(*bufs)
@@ -670,7 +672,10 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
     fn, src = _numpy_plan(closed_jaxpr, name)
   exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)
   mode = compile_mode()
-  if mode == "sync":
+  if mode != "off" and _compiler.library_compile():
+    exe._after = _compiler.LIBRARY_COMPILE_AFTER
+    exe._impl = exe._counting
+  elif mode == "sync":
     exe.wait()
   elif mode == "async":
     if exe._work >= _BIG_PROGRAM or _compile_after() <= 1:
