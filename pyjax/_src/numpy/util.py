@@ -116,7 +116,8 @@ def library_function(fn=None, *, dynamic=(), jit=None):
   the call passes is a traced argument (Python scalars too: ``clip(x, 0, 1)`` traces 0 and
   1, weakly typed; parameters left at their defaults are not arguments).  Calls whose
   static arguments are unhashable, or with list/tuple array arguments, run the body
-  directly (its own checks raise JAX's errors).
+  directly (its own checks raise JAX's errors), and so do eager calls on large Arrays
+  (``EAGER_DIRECT_SIZE``: the eager backend's multi-threaded kernels serve them).
 
   Without ``jit`` (functions JAX inlines, such as ``mean``):
 
@@ -159,6 +160,13 @@ def _direct_call(fn, dynamic, sig):
   return wrapper
 
 
+# Eagerly, a library function given an Array of at least this many elements runs op by op:
+# its operations then run on the eager backend's prebuilt multi-threaded kernels (a jitted
+# body's first calls run single-threaded NumPy until its native build arrives), and the
+# dispatch cost a cached executable saves is negligible next to the work.
+EAGER_DIRECT_SIZE = 65536
+
+
 def _jitted_call(fn, direct, name, static, sig):
   """``fn`` as JAX runs it: ``jit(body, name=name)`` per set of static arguments."""
   from pyjax._src import api, compiler
@@ -189,10 +197,12 @@ def _jitted_call(fn, direct, name, static, sig):
     if len(args) > len(positional) or (kwargs and not posonly.isdisjoint(kwargs)):
       return direct(*args, **kwargs)   # (its own TypeError)
     dyn_names, values, statics = [], [], []
+    eager = core._state.interp is core.eval_interpreter
     for n, v in (*zip(positional, args), *kwargs.items()):
       if n in static or v is None:
         statics.append((n, v))
-      elif type(v) in (list, tuple):
+      elif type(v) in (list, tuple) or (eager and type(v) is ArrayImpl
+                                         and v.aval.size >= EAGER_DIRECT_SIZE):
         return direct(*args, **kwargs)
       else:
         dyn_names.append(n)
