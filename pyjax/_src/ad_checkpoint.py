@@ -27,12 +27,12 @@ offloading is treated as saving: there is one memory space here).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import weakref
 
 from pyjax._src import core, dtypes, errors
 from pyjax._src import tree_util
+from pyjax._src import api_util as _api_util
 from pyjax._src.config import config
 from pyjax._src.interpreters import ad, staging
 from pyjax._src.interpreters.ad import Zero
@@ -656,7 +656,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), concret
     raise TypeError(f"prevent_cse must be a bool or tuple of bools, got "
                     f"type(prevent_cse)={type(prevent_cse)}")
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def fun_remat(*args, **kwargs):
     fun_, dyn, static, snums = _static_split(fun, static_argnums, args)
     (jaxpr, consts, tconsts, out_tree), leaves = _trace(fun, fun_, args, kwargs, dyn, snums,

@@ -39,6 +39,7 @@ import numpy as np
 
 from pyjax._src import core, dtypes, errors
 from pyjax._src import monitoring as _monitoring
+from pyjax._src import api_util as _api_util
 from pyjax._src import tree_util
 from pyjax._src.avals import ShapedArray, scalar_aval
 from pyjax._src.config import config
@@ -901,6 +902,14 @@ def _make_fast_runner(exe, out_avals, out_tree, dev, committed, spec):
           bufs.append(array(a, s))
       return _execute(exe, bufs) if pending else fn(*bufs)
 
+  unflatten = out_tree.unflatten
+  if any(a.dtype == dtypes.float0 for a in out_avals):
+    def run(args):
+      outs = call(args)
+      d = dev if dev is not None else default_device()
+      return unflatten([_out_value(b, a, d, committed) for b, a in zip(outs, out_avals)])
+    return run
+
   if len(out_avals) == 1 and tree_util.treedef_is_leaf(out_tree):
     aval = out_avals[0]
 
@@ -908,8 +917,6 @@ def _make_fast_runner(exe, out_avals, out_tree, dev, committed, spec):
       out = call(args)[0]
       return ArrayImpl(out, aval, dev if dev is not None else default_device(), committed)
     return run
-
-  unflatten = out_tree.unflatten
 
   def run(args):
     outs = call(args)
@@ -941,7 +948,15 @@ def _run_executable(exe, bufs, out_avals, device, committed, donate=None):
   reuse), its results wrapped as Arrays on ``device``.  The fast path
   (``_make_fast_runner``) inlines the same steps."""
   outs = exe.call_donating(bufs, donate) if donate else _execute(exe, bufs)
-  return [ArrayImpl(b, a, device, committed) for b, a in zip(outs, out_avals)]
+  return [_out_value(b, a, device, committed) for b, a in zip(outs, out_avals)]
+
+
+def _out_value(b, aval, device, committed):
+  """A jitted call's output: an Array, or for a float0 output (the gradient of an integer
+  input) a NumPy array of float0, as JAX returns it."""
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  return ArrayImpl(b, aval, device, committed)
 
 
 def _execute(exe, bufs):
@@ -1335,7 +1350,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False,
   static_argnums = _index_tuple(static_argnums)
   axis_env = tuple(axis_env or ())
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def make_jaxpr_f(*args, **kwargs):
     with batching.extend_axis_env(axis_env):
       closed, out_tree = _trace_abstract(fun, args, kwargs, static_argnums)
@@ -1467,7 +1482,7 @@ def named_call(fun, *, name=None):
   if name is None:
     name = staging.fun_name(fun)
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def named_f(*args, **kwargs):
     with named_scope(name):
       return fun(*args, **kwargs)

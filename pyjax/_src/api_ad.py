@@ -19,6 +19,7 @@ import numpy as np
 
 from pyjax._src import core, dtypes
 from pyjax._src import tree_util
+from pyjax._src import api_util as _api_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
 from pyjax._src.interpreters.ad import Zero
@@ -414,7 +415,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 
 
 def _value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, name):
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def value_and_grad_f(*args, **kwargs):
     _check_argnums(argnums, len(args))
     dyn = _dyn_args(args, argnums)
@@ -471,12 +472,12 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, redu
   zeros); complex outputs need ``holomorphic=True``."""
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def grad_f(*args, **kwargs):
     _, g = vg(*args, **kwargs)
     return g
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def grad_f_aux(*args, **kwargs):
     (_, aux), g = vg(*args, **kwargs)
     return g, aux
@@ -549,6 +550,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
   _check_callable(fun)
   argnums = _ensure_index(argnums)
 
+  @_api_util.wraps(fun)
   def jacfun(*args, **kwargs):
     _check_argnums(argnums, len(args))
     dyn = _dyn_args(args, argnums)
@@ -591,6 +593,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
   _check_callable(fun)
   argnums = _ensure_index(argnums)
 
+  @_api_util.wraps(fun)
   def jacfun(*args, **kwargs):
     _check_argnums(argnums, len(args))
     dyn = _dyn_args(args, argnums)

@@ -8,10 +8,25 @@ flat argument lists (its output tree read from the returned thunk after a call);
 """
 from __future__ import annotations
 
+import functools
+
 from pyjax._src import linear_util as lu
 from pyjax._src import tree_util
 from pyjax._src.extend_core import shaped_abstractify  # noqa: F401  (re-exported)
 from pyjax._src.interpreters import staging
+
+
+def wraps(wrapped):
+  """``functools.wraps(wrapped)`` that never fails: a callable object whose ``__name__``
+  is not a string (an equinox Module with a ``__name__`` field) or that lacks the
+  attributes leaves the wrapper as it is, as JAX's transformations do."""
+  def deco(fun):
+    try:
+      return functools.update_wrapper(fun, wrapped)
+    except (TypeError, AttributeError):
+      fun.__wrapped__ = wrapped
+      return fun
+  return deco
 
 
 def safe_map(f, *args):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import collections
-import functools
 import inspect
 
 from pyjax._src import core, tree_util
+from pyjax._src import api_util as _api_util
 from pyjax._src import tracer_leaks as _tracer_leaks
 from pyjax._src.state import vmap as _state_vmap
 from pyjax._src.state.types import Ref as _Ref
@@ -173,7 +173,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
   if axis_size is not None:
     axis_size = core.concrete_or_error(int, axis_size, "The axis_size argument of vmap")
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def vmap_f(*args, **kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "

@@ -26,6 +26,7 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
+bfloat16_type = ml_dtypes.bfloat16   # the scalar type (what jax.dtypes.bfloat16 is)
 int4, uint4 = np.dtype(ml_dtypes.int4), np.dtype(ml_dtypes.uint4)
 int2 = np.dtype(ml_dtypes.int2) if hasattr(ml_dtypes, "int2") else None
 uint2 = np.dtype(ml_dtypes.uint2) if hasattr(ml_dtypes, "uint2") else None

@@ -27,6 +27,7 @@ import weakref
 import numpy as np
 
 from pyjax._src import core, tree_util
+from pyjax._src import api_util as _api_util
 from pyjax._src.runtime import devices as _devices
 from pyjax._src.runtime.array import ArrayImpl
 from pyjax._src.sharding import Mesh, PartitionSpec, AxisType
@@ -74,7 +75,7 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
   cache = _cache_for(fun, name, out_axes)
   kw_cache = {}
 
-  @functools.wraps(fun)
+  @_api_util.wraps(fun)
   def pmapped(*args, **kwargs):
     from pyjax._src.shard_map import shard_map
     if kwargs:

@@ -2,6 +2,7 @@
 chex) on pyjax: each test compares with real JAX where it is installed, else with the
 values JAX 0.10 gives."""
 import functools
+import importlib
 import inspect
 
 import numpy as np
@@ -578,3 +579,73 @@ def test_alias_binds_loggers_under_jax_names():
           "'pyjax._src.callback'); print('ok')")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
   assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_jit_returns_float0_gradients_as_numpy_arrays():
+  # equinox's tree_equal compares NumPy leaves with NumPy (an Array of float0 has no `==`)
+  jax = _jax()
+  for lib in (jax, pyjax):
+    g = lib.jit(lib.grad(lambda x, i: x * 2.0, argnums=(0, 1), allow_int=True))(1.0, 3)
+    assert isinstance(g[1], np.ndarray) and g[1].dtype == lib.dtypes.float0
+    assert isinstance(g[0], lib.Array)
+
+
+def test_transforms_of_callables_without_a_string_name():
+  jax = _jax()
+
+  class Fn:   # (an equinox Module may have a `__name__` field of any type)
+    __name__ = 3
+
+    def __call__(self, x):
+      return x * 2.0
+
+  f = Fn()
+  h = lambda x: x * 2.0
+  for lib in (jax, pyjax):
+    for t in (lib.vmap, lib.grad, lib.jacfwd, lib.jacrev, lib.checkpoint):
+      t(f)   # (no error)
+      g = t(h)
+      while g is not h and hasattr(g, "__wrapped__"):   # (equinox follows the chain)
+        g = g.__wrapped__
+      assert g is h, (lib, t)
+    np.testing.assert_allclose(lib.vmap(f)(np.ones(2, np.float32)), [2.0, 2.0])
+
+
+def test_load_returns_arrays_and_dtypes_bfloat16_is_the_scalar_type():
+  import io
+  jax = _jax()
+  assert pyjax.dtypes.bfloat16 is jax.dtypes.bfloat16
+  assert isinstance(pyjax.dtypes.bfloat16(1), pyjax.dtypes.bfloat16)
+  for lib in (jax, pyjax):
+    f = io.BytesIO()
+    lib.numpy.save(f, lib.numpy.array([2, 4], dtype="bfloat16"))
+    f.seek(0)
+    y = lib.numpy.load(f)
+    assert isinstance(y, lib.Array) and y.dtype == lib.numpy.bfloat16
+    np.testing.assert_array_equal(np.asarray(y, np.float32), [2, 4])
+
+
+def test_rules_receive_tuples():
+  # equinox's vprim vmaps its JVP rule with in_axes built from the batch dims
+  jax = _jax()
+  for lib in (jax, pyjax):
+    batching = importlib.import_module(lib.__name__ + ".interpreters.batching")
+    ad = importlib.import_module(lib.__name__ + ".interpreters.ad")
+    prim = importlib.import_module(lib.__name__ + ".extend.core").Primitive("twice_" + lib.__name__)
+    seen = []
+    prim.def_impl(lambda x: 2 * x)
+    prim.def_abstract_eval(lambda x: x)
+
+    def jvp(primals, tangents):
+      seen.append((type(primals), type(tangents)))
+      return prim.bind(*primals), prim.bind(*tangents)
+
+    def batch(axis_size, axis_name, trace_type, args, dims):
+      seen.append((type(args), type(dims)))
+      return prim.bind(*args), dims[0]
+
+    ad.primitive_jvps[prim] = jvp
+    batching.axis_primitive_batchers[prim] = batch
+    lib.jvp(prim.bind, (np.float32(1),), (np.float32(1),))
+    lib.vmap(prim.bind)(np.ones(2, np.float32))
+    assert seen == [(tuple, tuple), (tuple, tuple)], lib

@@ -411,8 +411,8 @@ class JVPInterpreter(core.Interpreter):
       rule = primitive_jvps.get(prim)
       if rule is None:
         raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
-      with core.set_interpreter(self.rule_interp):
-        out_p, out_t = rule(primals, tangents, **params)
+      with core.set_interpreter(self.rule_interp):   # (tuples, as JAX passes them)
+        out_p, out_t = rule(tuple(primals), tuple(tangents), **params)
     if prim.multiple_results:
       return [self.new_tracer(p, t) for p, t in zip(out_p, out_t)]
     return self.new_tracer(out_p, out_t)

@@ -25,8 +25,8 @@ class AxisPrimitiveBatchers(collections.abc.MutableMapping):
     self._rules = {}
 
   def __setitem__(self, prim, rule):
-    def adapted(axis_data, args, dims, **params):
-      return rule(axis_data.size, axis_data.name, None, args, dims, **params)
+    def adapted(axis_data, args, dims, **params):   # (tuples, as JAX passes them)
+      return rule(axis_data.size, axis_data.name, None, tuple(args), tuple(dims), **params)
     self._rules[prim] = rule
     batching.axis_primitive_batchers[prim] = adapted
 

@@ -17,4 +17,20 @@ printoptions = np.printoptions
 set_printoptions = np.set_printoptions
 get_printoptions = np.get_printoptions
 save = np.save
-load = np.load
+
+
+def load(file, *args, **kwargs):
+  """``numpy.load``; an ``.npy`` array comes back as an Array (its ``bfloat16`` restored:
+  NumPy writes it as 2-byte void), as JAX's.  ``.npz`` archives and object arrays are
+  returned as NumPy gives them."""
+  out = np.load(file, *args, **kwargs)
+  if isinstance(out, np.ndarray):
+    if out.dtype == "V2":
+      import ml_dtypes
+      out = out.view(ml_dtypes.bfloat16)
+    from pyjax._src.numpy.array_constructors import asarray
+    try:
+      out = asarray(out)
+    except TypeError:   # a dtype pyjax has no Array for (object, strings)
+      pass
+  return out
