@@ -10,7 +10,9 @@ op is kept only if real JAX accepts it on the current values, so every program i
 JAX program; it returns every value it computes.
 
 The program runs jitted on JAX, on pyjax's NumPy tier and on pyjax's native tier (and, with
-``--tiers ...,eager``, op by op on pyjax without jit), and
+``--tiers ...,eager``, op by op on pyjax without jit; with ``grad`` and ``vmap``, its
+reverse-mode derivative and its vmap over three copies of its inputs, on both jit tiers:
+``tests/fuzz_transforms.py``), and
 every returned value is compared: dtype, shape and weak type exactly; integers and bools
 exactly; floats to a few units of their precision, with NaN, infinity and (for real
 floats) the sign of zero exact. A value that differs is checked *locally*: the op that made it is run on JAX
@@ -20,7 +22,8 @@ op, dtypes and the first differing element. Mismatches whose cause is understood
 matched against ``EXPLAINED`` (each entry names its reason, as ``docs/differences.md``
 does); the rest are "unexplained".
 
-    python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64] [--tiers numpy,native,eager]
+    python tests/fuzz_vs_jax.py --programs 10000 [--seed 0] [--x64]
+                                [--tiers numpy,native,eager,grad,vmap]
                                 [--batch 16] [--progress] [--extended]
 
 runs a long campaign and prints the tally (``tests/reliability/test_fuzz_vs_jax.py`` runs a fixed-seed
@@ -40,6 +43,9 @@ import traceback
 
 import ml_dtypes
 import numpy as np
+
+if __name__ == "__main__":   # one module, whether run or imported (fuzz_transforms imports it)
+  sys.modules.setdefault("fuzz_vs_jax", sys.modules[__name__])
 
 # --- inputs -----------------------------------------------------------------------------
 
@@ -70,8 +76,9 @@ def _float_specials(dt):
           -float(fi.max), 1.0, -1.0, 0.5, -0.5, 2.5, -2.5, 1e-3, 100.0]
 
 
-def random_input(rng, dtypes, shape=None):
-  """A NumPy array of a random dtype and shape, a third of its elements special values."""
+def random_input(rng, dtypes, shape=None, special=0.35):
+  """A NumPy array of a random dtype and shape, a third (``special``) of its elements
+  special values."""
   name = rng.choice(dtypes)
   dt = np_dtype(name)
   if shape is None:
@@ -79,8 +86,9 @@ def random_input(rng, dtypes, shape=None):
   n = int(np.prod(shape, dtype=np.int64))
   k = _kind(dt)
   vals = []
+  special_p = special
   for _ in range(n):
-    special = rng.random() < 0.35
+    special = rng.random() < special_p
     if k == "b":
       vals.append(rng.random() < 0.5)
     elif k in "iu":
@@ -691,16 +699,17 @@ def _run_tier(progs, pyjax_mod, tier):
 _Candidate = collections.namedtuple("_Candidate", "prog tier value op params ins weak got ref idx")
 
 
-def _differences(prog, tier, got, ref):
+def _differences(prog, tier, got, ref, inputs=None):
   """Compare pyjax's results ``got`` on ``tier`` with JAX's ``ref`` for one program:
   (mismatches decided here -- exceptions, dtypes, weak types, shapes --, values that differ
-  and need the local check)."""
+  and need the local check).  ``inputs``: the program's inputs as run (the vmap tier's
+  batched ones), else its own."""
   if isinstance(got, Exception):
     return [Mismatch(prog, tier, None, None, "exception",
                      f"{type(got).__name__}: {got}"[:300], None)], []
   out, cands = [], []
   n_in = len(prog.inputs)
-  pvals = [_to_np(a) for a in prog.inputs] + [g[0] for g in got]
+  pvals = [_to_np(a) for a in (prog.inputs if inputs is None else inputs)] + [g[0] for g in got]
   pweak = [False] * n_in + [g[2] for g in got]   # the local check keeps weak types
   for k, ((g, gdt, gweak), (r, rdt, rweak)) in enumerate(zip(got, ref)):
     name, args, p = prog.ops[k]
@@ -718,12 +727,16 @@ def _differences(prog, tier, got, ref):
   return out, cands
 
 
-def _local_refs(cands, jax_mod):
+def _local_refs(cands, jax_mod, vmapped=False):
   """The local check of differing values: each one's op on JAX with pyjax's own inputs, all
-  in one jitted function (one compile); None where JAX fails on the op alone."""
+  in one jitted function (one compile); None where JAX fails on the op alone.  ``vmapped``:
+  the op vmapped over its inputs' leading axis (the vmap tier's)."""
   if not cands:
     return []
   ops = [(OPS[c.op][2], c.params, c.weak) for c in cands]
+  if vmapped:
+    ops = [(lambda m, lax, p, *xs, fn=fn: jax_mod.vmap(lambda *v: fn(m, lax, p, *v))(*xs),
+            p, weak) for fn, p, weak in ops]
   from jax._src.lax.lax import _convert_element_type as _cvt   # the oracle's weak types
 
   def f(*groups):
@@ -736,7 +749,7 @@ def _local_refs(cands, jax_mod):
   except Exception:   # noqa: BLE001
     if len(cands) == 1:
       return [None]
-    return [_local_refs([c], jax_mod)[0] for c in cands]
+    return [_local_refs([c], jax_mod, vmapped)[0] for c in cands]
 
 
 def _judge(c, local):
@@ -797,6 +810,9 @@ def check_batch(progs, jax_mod, pyjax_mod, tiers=("numpy", "native"), tally=None
   harness error).  ``tally`` (a Counter) counts the amplified differences per tier."""
   x64 = progs[0].x64
   assert all(p.x64 == x64 for p in progs)
+  if any(t in ("grad", "vmap") for t in tiers):
+    import fuzz_transforms
+    tiers = fuzz_transforms.expand_tiers(tiers)
   jax_mod.config.update("jax_enable_x64", x64)
   pyjax_mod.config.update("jax_enable_x64", x64)
   refs = _run_ref(progs, jax_mod)
@@ -804,6 +820,18 @@ def check_batch(progs, jax_mod, pyjax_mod, tiers=("numpy", "native"), tally=None
   where = {id(p): i for i, p in enumerate(progs)}
   cands = []
   for tier in tiers:
+    if tier.startswith(("grad:", "vmap:")):   # the transformation tiers (fuzz_transforms)
+      import fuzz_transforms
+      check_t = fuzz_transforms.check_grad if tier[0] == "g" else fuzz_transforms.check_vmap
+      live = [i for i, r in enumerate(refs) if r is not None]
+      for i, ms in zip(live, check_t([progs[i] for i in live], jax_mod, pyjax_mod, tier,
+                                     tally)):
+        if ms is None:
+          if tally is not None:
+            tally[f"JAX failed [{tier}]"] += 1
+        else:
+          out[i] += ms
+      continue
     gots = _run_tier(progs, pyjax_mod, tier)
     for i, (prog, got, ref) in enumerate(zip(progs, gots, refs)):
       if ref is not None:
@@ -931,7 +959,8 @@ def main(argv=None):
   ap.add_argument("--x64", action="store_true")
   ap.add_argument("--ops", type=int, default=30)
   ap.add_argument("--tiers", default="numpy,native",
-                  help="of numpy, native (jitted on that tier), eager (op by op, no jit)")
+                  help="of numpy, native (jitted on that tier), eager (op by op, no jit), "
+                       "grad and vmap (both jit tiers; grad:numpy, vmap:native... for one)")
   ap.add_argument("--extended", action="store_true",
                   help="draw the integer edge-case ops too (another program per seed)")
   ap.add_argument("--batch", type=int, default=10,
@@ -949,7 +978,9 @@ def main(argv=None):
   os.environ.setdefault("PYJAX_COMPILE", "off")
   os.environ["PYJAX_CACHE_DIR"] = a.cache_dir
   os.environ["PYJAX_CACHE_MAX_SIZE"] = "-1"
-  tally, bad = campaign(a.programs, a.seed, a.x64, tuple(a.tiers.split(",")), a.ops,
+  import fuzz_transforms
+  tiers = fuzz_transforms.expand_tiers(a.tiers.split(","))
+  tally, bad = campaign(a.programs, a.seed, a.x64, tiers, a.ops,
                         log=sys.stdout, oracle=a.oracle, batch=a.batch,
                         progress=sys.stderr if a.progress else None, extended=a.extended)
   by_op = collections.Counter((m.op, m.kind, m.tier) for m in bad)

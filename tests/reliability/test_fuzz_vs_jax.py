@@ -34,6 +34,58 @@ def test_fuzz_both_tiers_against_jax(x64):
        batch=20)
 
 
+def test_fuzz_grad_tier_against_jax():
+  """Reverse mode: the programs' vjp (and every op's vjp on pyjax's values) on the NumPy
+  tier against JAX."""
+  pytest.importorskip("jax")
+  tally = _run(4, seed=1000, x64=False, tiers=("grad:numpy",), batch=4)
+  assert tally["ops checked [grad:numpy]"] >= 40, dict(tally)
+
+
+def test_fuzz_vmap_tier_against_jax():
+  """The programs vmapped over 3 perturbed copies of their inputs, on the NumPy tier,
+  against JAX's vmap and against pyjax running the copies one by one."""
+  pytest.importorskip("jax")
+  _run(4, seed=2000, x64=False, tiers=("vmap:numpy",), batch=4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tier", ["grad", "vmap"])
+def test_fuzz_transform_tiers_against_jax(tier):
+  pytest.importorskip("jax")
+  _run(20, seed=3000, x64=False, tiers=(tier,), batch=10)
+
+
+def test_fuzz_transform_tiers_find_defects(monkeypatch):
+  """The grad tier attributes a wrong derivative to its op (the value agrees), a vjp that
+  raises only on pyjax is an exception of that op, and JAX's own "no derivative" errors
+  are matched by class; the vmap tier attributes a wrong value to its op."""
+  jax = pytest.importorskip("jax")
+  import numpy as np
+  import pyjax
+  is_jax = lambda m: m is jax.numpy
+  monkeypatch.setitem(fuzz_vs_jax.OPS, "wrong_grad", (1, None, lambda m, lax, p, x: (
+      x * 1 if is_jax(m) else lax.stop_gradient(x) * 2 - x)))
+  monkeypatch.setitem(fuzz_vs_jax.OPS, "no_grad_on_pyjax", (1, None, lambda m, lax, p, x: (
+      x * 1 if is_jax(m) else lax.nextafter(x, x))))
+  monkeypatch.setitem(fuzz_vs_jax.OPS, "off_by_one", (1, None, lambda m, lax, p, x: (
+      x if is_jax(m) else x + 1)))
+  P = fuzz_vs_jax.Program
+  f32 = lambda *v: np.array(v, np.float32)
+  wrong = P(1, False, [f32(1.0, 2.0)], [("exp", [0], {}), ("wrong_grad", [1], {}),
+                                        ("sin", [2], {})])
+  raises = P(2, False, [f32(1.0, 2.0)], [("no_grad_on_pyjax", [0], {}), ("cos", [1], {})])
+  both = P(3, False, [f32(1.0, 2.0)], [("nextafter", [0, 0], {})])
+  batched = P(4, False, [f32(1.0, 2.0)], [("sin", [0], {}), ("off_by_one", [1], {})])
+  res = fuzz_vs_jax.check_batch([wrong, raises, both, batched], jax, pyjax,
+                                ("grad:numpy", "vmap:numpy"))
+  key = lambda ms: [(m.tier, m.value, m.op, m.kind) for m in ms]
+  assert key(res[0]) == [("grad:numpy", 2, "wrong_grad", "value")]
+  assert key(res[1]) == [("grad:numpy", 1, "no_grad_on_pyjax", "exception")]
+  assert key(res[2]) == []
+  assert key(res[3]) == [("vmap:numpy", 2, "off_by_one", "value")]
+
+
 def test_fuzz_batch_attributes_each_program(monkeypatch):
   """Programs batched into one jitted function report their mismatches exactly as each
   program checked alone: the subnormal one (JAX flushes it: ``all(1e-40)`` is False) is
