@@ -129,3 +129,11 @@ def test_one_form_when_in_place_or_tiny():
       assert "PJ_F_SIN_S(" in text and "_fast(void *ctx" not in text
       out = jf(pyjax.device_put(x))
     same_bits(out, numpy_tier(f, x))
+
+
+@pytest.mark.slow
+def test_sanitizers_small_trig(tmp_path):
+  """This file's tests with the generated C under AddressSanitizer/UBSan (both forms of a
+  kernel read and write only its own range)."""
+  import sanitizers
+  sanitizers.run_pytest(tmp_path, __file__, ["-m", "not slow"])
