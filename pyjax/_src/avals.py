@@ -11,11 +11,17 @@ from pyjax._src import dtypes
 
 
 class ShapedArray:
-  """shape + dtype + weak_type.  Immutable and hashable (it is part of jit's cache key)."""
+  """shape + dtype + weak_type.  Immutable and hashable (it is part of jit's cache key).
+
+  Differs from JAX: ``sharding=``, ``manual_axis_type=`` and ``memory_space=`` are
+  accepted (libraries rebuild avals from ``x.aval.sharding``, flax's scan) but not
+  stored: a plain aval's ``sharding`` is always the one of an unsharded value (sharding
+  types live on ``jax.typeof`` of sharded Arrays)."""
   __slots__ = ("shape", "dtype", "weak_type", "_hash")
   array_abstraction_level = 1
 
-  def __init__(self, shape, dtype, weak_type=False):
+  def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
+               memory_space=None):
     self.shape = shape if type(shape) is tuple else tuple(shape)
     self.dtype = dtype
     self.weak_type = weak_type

@@ -438,7 +438,16 @@ def lattice_result_type(*args):
 
 
 def result_type(*args, return_weak_type_flag=False):
-  """jnp.result_type: the dtype of promoting the given values/dtypes (weak types honoured)."""
+  """jnp.result_type: the dtype of promoting the given values/dtypes (weak types honoured).
+  Values of one extended dtype (key arrays) give that dtype, as in JAX; an extended dtype
+  does not promote with anything else."""
+  ext = [getattr(a, "dtype", None) for a in args]
+  if any(getattr(d, "_pyjax_extended", False) for d in ext):
+    d = ext[0]
+    if all(e == d for e in ext):
+      return (d, False) if return_weak_type_flag else d
+    bad = next(e for e in ext if getattr(e, "_pyjax_extended", False))
+    raise ValueError(f"dtype={bad} is not a valid dtype for JAX type promotion.")
   d, w = lattice_result_type(*args)
   return (d, w) if return_weak_type_flag else d
 

@@ -649,3 +649,45 @@ def test_rules_receive_tuples():
     lib.jvp(prim.bind, (np.float32(1),), (np.float32(1),))
     lib.vmap(prim.bind)(np.ones(2, np.float32))
     assert seen == [(tuple, tuple), (tuple, tuple)], lib
+
+
+# --- flax's own tests (0.12.8, linen) -----------------------------------------------------------
+def test_shaped_array_accepts_a_sharding_keyword():
+  # flax's scan rebuilds avals as ShapedArray(shape, dtype, sharding=x.aval.sharding)
+  jax = _jax()
+  for lib in (jax, pyjax):
+    x = lib.numpy.ones((3, 4))
+    a = lib.core.ShapedArray((4,), np.dtype("float32"), sharding=x.aval.sharding)
+    assert (a.shape, a.dtype, a.weak_type) == ((4,), np.float32, False)
+    assert str(a) == "float32[4]"
+
+
+def test_result_type_of_key_arrays():
+  jax = _jax()
+  for lib in (jax, pyjax):
+    k = lib.random.split(lib.random.key(0), 3)
+    assert str(lib.numpy.result_type(k)) == str(lib.numpy.result_type(k, k[0])) == "key<fry>"
+    assert str(lib.dtypes.result_type(k)) == "key<fry>"
+    with pytest.raises(ValueError, match="dtype=key<fry> is not a valid dtype for JAX type "
+                       "promotion"):
+      lib.numpy.result_type(k, 1.0)
+
+
+def test_partial_eval_traces_key_avals():
+  # flax's scan traces its body with pe.trace_to_jaxpr_nounits on avals of key dtype
+  jax = _jax()
+  for lib in (jax, pyjax):
+    pe = importlib.import_module(lib.__name__ + ".interpreters.partial_eval")
+    k = lib.random.key(0)
+    aval = lib.core.ShapedArray((), lib.numpy.result_type(k))
+    seen = []
+
+    def f(key):
+      seen.append(lib.random.uniform(key, (2,)).shape)
+      return [lib.numpy.float32(1.0)]
+
+    lu = importlib.import_module(lib.__name__ + ".extend.linear_util")
+    dbg = lib.api_util.debug_info("test", f, (aval,), {})
+    _, out_pvals, _ = pe.trace_to_jaxpr_nounits(lu.wrap_init(f, debug_info=dbg),
+                                                [pe.PartialVal.unknown(aval)])
+    assert seen == [(2,)] and float(out_pvals[0][1]) == 1.0

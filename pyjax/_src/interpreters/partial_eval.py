@@ -13,6 +13,8 @@ DCE rule tables JAX consults do not exist (pyjax's executables do their own DCE)
 """
 from __future__ import annotations
 
+import numpy as np
+
 from pyjax._src import core
 from pyjax._src.lax.control_flow import common as _cf_common
 
@@ -71,6 +73,19 @@ def _call(fun, args):
   return call(*args) if call is not None else fun(*args)
 
 
+def _new_arg(interp, aval):
+  """The argument tracer of ``aval``; for an aval of a key dtype (``ShapedArray(shape,
+  key<fry>)``, as flax's scan builds them) a key array over a ``uint32`` argument with the
+  key shape trailing: pyjax stages key arrays as their raw data."""
+  impl = getattr(aval.dtype, "impl", None) if getattr(aval.dtype, "_pyjax_extended", False) else None
+  if impl is None or not hasattr(impl, "key_shape"):
+    return interp.new_arg(aval)
+  from pyjax._src.avals import ShapedArray
+  from pyjax._src.random import keys
+  data = interp.new_arg(ShapedArray(tuple(aval.shape) + tuple(impl.key_shape), np.dtype(np.uint32)))
+  return keys.PRNGKeyArray(impl, data)
+
+
 def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
   """Partially evaluate ``fun`` on ``pvals``.  Returns ``(jaxpr, out_pvals, consts)``:
   the jaxpr of the unknown part (its invars are the unknown inputs in order, its outvars
@@ -80,7 +95,7 @@ def trace_to_jaxpr_nounits(fun, pvals, instantiate=False):
   pvals = list(pvals)
   interp = PartialEvalInterpreter(core.current_interpreter(),
                                   getattr(fun, "debug_info", None))
-  args = [interp.new_arg(pv[0]) if pv[0] is not None else pv[1] for pv in pvals]
+  args = [_new_arg(interp, pv[0]) if pv[0] is not None else pv[1] for pv in pvals]
   try:
     with core.set_interpreter(interp):
       outs = list(_call(fun, args))
@@ -107,7 +122,7 @@ def trace_to_jaxpr_dynamic(fun, in_avals, *, keep_inputs=None, lower=False,
   del lower, auto_dce
   interp = core.StagingInterpreter(core.current_interpreter(),
                                    getattr(fun, "debug_info", None))
-  args = [interp.new_arg(a) for a in in_avals]
+  args = [_new_arg(interp, a) for a in in_avals]
   try:
     with core.set_interpreter(interp):
       outs = list(_call(fun, args))

@@ -101,6 +101,8 @@ def _canonical_arg(a):
     return a()
   if type(a) in dtypes.python_scalar_types:
     return a
+  if getattr(getattr(a, "dtype", None), "_pyjax_extended", False):
+    return a   # a key array: dtypes.result_type gives its extended dtype
   d, weak = dtypes._dtype_and_weak(a)
   return dtypes.canonicalize_dtype(d), weak
 
