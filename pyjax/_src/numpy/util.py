@@ -201,8 +201,8 @@ def _jitted_call(fn, direct, name, static, sig):
     for n, v in (*zip(positional, args), *kwargs.items()):
       if n in static or v is None:
         statics.append((n, v))
-      elif type(v) in (list, tuple) or (eager and type(v) is ArrayImpl
-                                         and v.aval.size >= EAGER_DIRECT_SIZE):
+      elif type(v) in (list, tuple) or (eager and type(v) in (ArrayImpl, np.ndarray)
+                                         and v.size >= EAGER_DIRECT_SIZE):
         return direct(*args, **kwargs)
       else:
         dyn_names.append(n)
