@@ -691,3 +691,13 @@ def test_partial_eval_traces_key_avals():
     _, out_pvals, _ = pe.trace_to_jaxpr_nounits(lu.wrap_init(f, debug_info=dbg),
                                                 [pe.PartialVal.unknown(aval)])
     assert seen == [(2,)] and float(out_pvals[0][1]) == 1.0
+
+
+def test_dot_general_dimension_numbers_accept_ranges():
+  # flax's fp8 ops build contracting dimensions with range()
+  jax = _jax()
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  y = np.arange(12, dtype=np.float32).reshape(3, 4)
+  dims = ((range(1, 2), range(0, 1)), ((), ()))
+  np.testing.assert_array_equal(pyjax.lax.dot_general(x, y, dims),
+                                jax.lax.dot_general(x, y, dims))

@@ -267,7 +267,7 @@ def _aval_of(x, fun_name, pos):
 def _dims_tuple(d):
   if isinstance(d, np.ndarray):
     d = d.tolist()
-  if isinstance(d, (list, tuple)):
+  if isinstance(d, (list, tuple, range)):
     return tuple(operator.index(i) for i in d)
   return (operator.index(d),)
 
