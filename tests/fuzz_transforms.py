@@ -482,6 +482,9 @@ def check_vmap(progs, jax_mod, pyjax_mod, tier, tally):
   where = {id(p): i for i, p in enumerate(progs)}
   for c, local in zip(cands, F._local_refs(cands, jax_mod, vmapped=True)):
     m = F._judge(c, local)
+    if m is not None and m.reason is None and c.idx:   # the EXPLAINED rules see one copy
+      b = c.idx[0]
+      m = m._replace(reason=F.explain(c.op, [a[b] for a in c.ins], c.got[b], c.params))
     if m is not None:
       out[where[id(c.prog)]].append(m)
     elif tally is not None:
