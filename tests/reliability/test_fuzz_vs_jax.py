@@ -159,3 +159,19 @@ def test_campaign_programs_have_no_unexplained_mismatch(seed, x64):
   rewrites (a one-step scan's 0 + x, a size-1 contraction), 105852 JAX's exp2 of an
   integer, 202174 an exp cast back to int64 (1 ulp above 2**53), explained."""
   _run(1, seed=seed, x64=x64, tiers=("numpy", "native"), batch=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed,x64,tier", [(29, False, "grad:numpy"), (71, False, "grad:numpy"),
+                                           (476, False, "grad:native"),
+                                           (176, False, "vmap:numpy"),
+                                           (530, True, "grad:numpy"),
+                                           (604, False, "vmap:numpy")])
+def test_transform_campaign_programs_have_no_unexplained_mismatch(seed, x64, tier):
+  """Programs of the grad/vmap tiers' first campaign (2026-11-28) that showed a mismatch:
+  29 bfloat16 logistic's derivative (pyjax's is the more accurate one), 71 scatter-max's
+  JVP at NaN operands, 476 complex64 expm1 near -1, 176 scatter-max of signed zeros (all
+  three fixed), 530 JAX's zero-size hypot, 604 the bool vector-vector dot vmapped
+  (explained)."""
+  pytest.importorskip("jax")
+  _run(1, seed=seed, x64=x64, tiers=(tier,), batch=1)
