@@ -24,6 +24,11 @@ jitted, against JAX's ``jit(vmap(...))``; a differing value is checked locally w
 vmap of its op on pyjax's batched inputs.  Each vmapped result is also compared with pyjax
 running the three programs one by one (jitted on the same tier): a difference there that
 JAX's own vmap and loop do not show is a mismatch of kind "vmap-vs-loop".
+
+The grad tier draws its own inputs (the program's dtypes and shapes, 5% special values,
+from the seed): a program's printed inputs are not the ones its derivative ran on; the op
+inputs in a mismatch's detail are.  Cost on one core, per program: about 1.3 s for each
+grad tier and 1.5 s (NumPy tier) to 2.5 s (native) for each vmap tier, batches of 20.
 """
 from __future__ import annotations
 
