@@ -41,7 +41,6 @@ from pyjax._src.backends.cpu.compiler.ir import strides as _strides
 
 _SCATTERS = ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max")
 _U64 = np.dtype(np.uint64)
-_F16 = np.dtype(np.float16)
 # gathers/scatters touching at least this many elements use the pool
 _PARALLEL_MIN = 1 << 15
 # scatters copy operands of at least this many bytes on the pool, in chunks
@@ -298,12 +297,12 @@ def _combine(prim, d, a, b):
     return f"({t})(({ut}){a} {sym} ({ut}){b})"
   fa, fb = elementwise.load(d, a), elementwise.load(d, b)
   if op in ("min", "max"):
-    # NumPy's loops: NaN in the stored value wins, then the update's NaN; float16 keeps the
-    # stored value on ties (-0.0 vs +0.0), the other float types take the update
+    # NaN in the stored value wins, then the update's NaN; zeros in XLA's order, -0.0
+    # below +0.0, whatever the order of the updates (the eager scatter's rule)
     cmp = {"min": "<", "max": ">"}[op]
-    if d == _F16:
-      cmp += "="
-    return f"(({fa} {cmp} {fb} || {fa} != {fa}) ? {a} : {b})"
+    sign = "" if op == "min" else "!"
+    return (f"(({fa} {cmp} {fb} || ({fa} == {fb} && {sign}__builtin_signbit({fa})) "
+            f"|| {fa} != {fa}) ? {a} : {b})")
   sym = {"add": "+", "sub": "-", "mul": "*"}[op]
   return elementwise.store(d, f"({fa} {sym} {fb})")
 
