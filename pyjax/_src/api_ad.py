@@ -262,13 +262,32 @@ def linearize(fun, *primals, has_aux=False):
   out_p, lin, aux = ad.linearize_flat(flat_fun, leaves, forward=True, has_aux=True)
   out_tree = out_tree_cell[0]
   in_avals = [core.get_aval(x) for x in leaves]
+  # as JAX's, the linearized function is a ``Partial`` over the residuals: a pytree that
+  # jit and vmap can return (equinox's checkpointed while_loop tests)
+  f_jvp = tree_util.Partial(_JVPPushforward(lin, in_tree, out_tree, in_avals), *lin.consts)
+  out = tree_util.tree_unflatten(out_tree, out_p)
+  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
-  def f_jvp(*tangents):
+
+class _JVPPushforward:
+  """The tangent map returned by ``linearize``; its residuals are the leading arguments
+  (the ``Partial``'s), so this object holds only static data."""
+
+  def __init__(self, lin, in_tree, out_tree, in_avals):
+    self.lin = ad.LinearFunction(lin.jaxpr, (), lin.in_avals, lin.in_mask, lin.out_avals,
+                                 lin.out_mask)
+    self.n_res = len(lin.consts)
+    self.in_tree = in_tree
+    self.out_tree = out_tree
+    self.in_avals = in_avals
+
+  def __call__(self, *args):
+    res, tangents = args[:self.n_res], args[self.n_res:]
     t_leaves, t_tree = tree_util.tree_flatten(tangents)
-    if t_tree != in_tree:
-      raise TypeError(f"expected {in_tree}, got {t_tree}")
+    if t_tree != self.in_tree:
+      raise TypeError(f"expected {self.in_tree}, got {t_tree}")
     ts = []
-    for t, pa in zip(t_leaves, in_avals):
+    for t, pa in zip(t_leaves, self.in_avals):
       ta = _tangent_value_aval(t)
       expected = ad.tangent_aval(pa)
       if ta.shape != expected.shape or ta.dtype != expected.dtype:
@@ -277,10 +296,10 @@ def linearize(fun, *primals, has_aux=False):
                          f"{_str_aval(ta)} for primal aval {_str_aval(pa)} but expected "
                          f"{_str_aval(expected)}.")
       ts.append(Zero(expected) if expected.dtype == ad.float0 else t)
-    return tree_util.tree_unflatten(out_tree, lin(ts))
-
-  out = tree_util.tree_unflatten(out_tree, out_p)
-  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+    lin = self.lin
+    outs = ad.LinearFunction(lin.jaxpr, list(res), lin.in_avals, lin.in_mask, lin.out_avals,
+                             lin.out_mask)(ts)
+    return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 def _str_aval(aval):

@@ -701,3 +701,35 @@ def test_dot_general_dimension_numbers_accept_ranges():
   dims = ((range(1, 2), range(0, 1)), ((), ()))
   np.testing.assert_array_equal(pyjax.lax.dot_general(x, y, dims),
                                 jax.lax.dot_general(x, y, dims))
+
+
+def test_linearize_returns_a_pytree_function():
+  # equinox's checkpointed while_loop tests return `jax.linearize`'s function from jit(vmap)
+  jax = _jax()
+  x = np.arange(3.0, dtype=np.float32)
+  for lib in (jax, pyjax):
+    y, f_jvp = lib.jit(lib.vmap(lambda x: lib.linearize(lib.numpy.sin, x)))(x)
+    t = lib.vmap(lambda f, t: f(t))(f_jvp, np.ones(3, np.float32))
+    np.testing.assert_allclose(t, np.cos(x), rtol=1e-6)
+    assert lib.tree_util.tree_leaves(f_jvp)   # the residuals are its leaves
+
+
+def test_transpose_rules_see_literal_operands_with_avals():
+  # equinox's select_if_vmap transpose reads `x.aval.shape` of a constant operand
+  jax = _jax()
+  for lib in (jax, pyjax):
+    ad = importlib.import_module(lib.__name__ + ".interpreters.ad")
+    prim = importlib.import_module(lib.__name__ + ".extend.core").Primitive("pick_" + lib.__name__)
+    prim.def_impl(lambda x, y: y)
+    prim.def_abstract_eval(lambda x, y: y)
+    seen = []
+
+    def transpose(ct, x, y):
+      seen.append(x.aval.shape)
+      return None, ct
+
+    ad.primitive_jvps[prim] = lambda p, t: (prim.bind(*p), prim.bind(
+        np.float32(0), ad.instantiate_zeros(t[1])))
+    ad.primitive_transposes[prim] = transpose
+    g = lib.grad(lambda y: prim.bind(np.float32(0), y))(np.float32(2))
+    assert float(g) == 1.0 and seen == [()], lib

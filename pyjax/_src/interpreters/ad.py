@@ -577,6 +577,7 @@ def backward_pass(jaxpr, consts, cts_out, args=None):
       continue
     cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(eqn.outvars, cts)]
     eargs = [UndefinedPrimal(v.aval) if type(v) is not core.Literal and v in linear
+             else _transpose_operand(v) if type(v) is core.Literal
              else read_primal(v) for v in eqn.invars]
     rule = primitive_transposes.get(eqn.primitive)
     if rule is None:
@@ -589,6 +590,16 @@ def backward_pass(jaxpr, consts, cts_out, args=None):
         write_ct(v, ct)
   return [ct_env.get(v, Zero(tangent_aval(v.aval))) if v in linear else Zero(tangent_aval(v.aval))
           for v in jaxpr.invars]
+
+
+def _transpose_operand(lit):
+  """A literal operand of a transpose rule, as an Array (with an ``aval``, as JAX's typed
+  literals have: equinox's rules read ``x.aval.shape``)."""
+  x = literal_value(lit)
+  if not isinstance(x, np.generic):
+    return x
+  from pyjax._src.runtime.array import ArrayImpl
+  return ArrayImpl(np.asarray(x, lit.aval.dtype), lit.aval, None, False)
 
 
 # --- closing over tracers of a differentiation ------------------------------------------
