@@ -269,9 +269,9 @@ def linearize(fun, *primals, has_aux=False):
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
-class _JVPPushforward:
-  """The tangent map returned by ``linearize``; its residuals are the leading arguments
-  (the ``Partial``'s), so this object holds only static data."""
+class _LinearMap:
+  """The static part of a linear map whose residuals are passed as its leading arguments
+  (by a ``Partial``): the linear jaxpr without constants, the trees and the input avals."""
 
   def __init__(self, lin, in_tree, out_tree, in_avals):
     self.lin = ad.LinearFunction(lin.jaxpr, (), lin.in_avals, lin.in_mask, lin.out_avals,
@@ -280,6 +280,15 @@ class _JVPPushforward:
     self.in_tree = in_tree
     self.out_tree = out_tree
     self.in_avals = in_avals
+
+  def _with(self, res):
+    lin = self.lin
+    return ad.LinearFunction(lin.jaxpr, list(res), lin.in_avals, lin.in_mask, lin.out_avals,
+                             lin.out_mask)
+
+
+class _JVPPushforward(_LinearMap):
+  """The tangent map returned by ``linearize`` (a ``_LinearMap``)."""
 
   def __call__(self, *args):
     res, tangents = args[:self.n_res], args[self.n_res:]
@@ -296,10 +305,7 @@ class _JVPPushforward:
                          f"{_str_aval(ta)} for primal aval {_str_aval(pa)} but expected "
                          f"{_str_aval(expected)}.")
       ts.append(Zero(expected) if expected.dtype == ad.float0 else t)
-    lin = self.lin
-    outs = ad.LinearFunction(lin.jaxpr, list(res), lin.in_avals, lin.in_mask, lin.out_avals,
-                             lin.out_mask)(ts)
-    return tree_util.tree_unflatten(self.out_tree, outs)
+    return tree_util.tree_unflatten(self.out_tree, self._with(res)(ts))
 
 
 def _str_aval(aval):
@@ -329,19 +335,14 @@ If we instead call `f_vjp(2.0, 2.0)`, with the values 'splatted out' as
 arguments rather than in a tuple, this error can arise."""
 
 
-class _VJPPullback:
+class _VJPPullback(_LinearMap):
   """The cotangent map returned by ``vjp``, wrapped in a ``tree_util.Partial`` whose
   arguments are the residuals (as JAX's): the vjp function is a pytree with the residuals
   as leaves, so it can be returned from and passed into ``jit`` (``fwd_and_bwd``).  This
   object holds only static data (the linear jaxpr, avals, trees)."""
 
   def __init__(self, lin, in_tree, out_tree, in_avals, out_avals, fun):
-    self.lin = ad.LinearFunction(lin.jaxpr, (), lin.in_avals, lin.in_mask, lin.out_avals,
-                                 lin.out_mask)
-    self.n_res = len(lin.consts)
-    self.in_tree = in_tree
-    self.out_tree = out_tree
-    self.in_avals = in_avals
+    super().__init__(lin, in_tree, out_tree, in_avals)
     self.out_avals = out_avals
     self.fun = fun
 
@@ -378,9 +379,7 @@ class _VJPPullback:
             f"{expected.str_short(short_dtypes=False)} because the corresponding output of "
             f"the differentiated function had JAX type {pa.str_short(short_dtypes=False)}")
       cts.append(c)
-    lin = self.lin
-    in_cts = ad.LinearFunction(lin.jaxpr, list(res), lin.in_avals, lin.in_mask, lin.out_avals,
-                               lin.out_mask).transpose(cts)
+    in_cts = self._with(res).transpose(cts)
     outs = [_instantiate_ct(c, a) for c, a in zip(in_cts, self.in_avals)]
     return tree_util.tree_unflatten(self.in_tree, outs)
 
