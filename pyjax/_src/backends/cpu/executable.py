@@ -51,6 +51,7 @@ from pyjax._src.backends.cpu import debug as _dbg
 from pyjax._src.backends.cpu import eager as cpu_eager
 from pyjax._src.backends.cpu import reciprocal_div
 from pyjax._src.backends.cpu.numpy_tier import native as tier_native
+from pyjax._src.runtime import dispatch as _dispatch
 from pyjax._src.runtime import stream as _stream
 from pyjax._src.backends.cpu.compiler.native import outpool as _outpool
 
@@ -136,9 +137,9 @@ class CpuExecutable:
         from pyjax._src import errors
         raise errors.out_of_memory(e) from None
       except RuntimeWarning as w:   # made an error by the program's warnings filter
-        if not cpu_eager.registry.is_fp_warning(w):
+        if not _dispatch.is_fp_warning(w):
           raise
-        return cpu_eager.registry.run_quietly(cell._impl, *bufs)
+        return _dispatch.run_quietly(cell._impl, *bufs)
     fn.__name__ = f"jit_{name}"
     self.fn = fn
 
