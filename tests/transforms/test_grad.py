@@ -1156,3 +1156,30 @@ def test_custom_jvp_applied_to_tangent_in_jvp_rule_transposes():
   for a, b_ in zip(pyjax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b_), rtol=1e-5, atol=1e-6)
     assert a.dtype == b_.dtype
+
+
+def _jvp_of_jit_in_rule_prog(jax_mod, jnp_mod):
+  """A custom_jvp rule that runs ``jax.jvp`` over a jitted function and multiplies its
+  primal output by the primal (scipy.special.zeta's rule does this through jnp.cumprod)."""
+  inc = jax_mod.jit(lambda a: a + 1.0)
+
+  @jax_mod.custom_jvp
+  def f(x):
+    return jnp_mod.sin(x)
+
+  f.defjvp(lambda p, t: jax_mod.jvp(lambda a: inc(a) * a, p, t))
+  x = jnp_mod.float32(2.0)
+  return (jax_mod.grad(f)(x), jax_mod.grad(lambda x: f(x) * x)(x),
+          jax_mod.jit(jax_mod.grad(f))(x))
+
+
+def test_jvp_of_jit_inside_custom_jvp_rule_under_grad():
+  """Under linearize, the rule's jit of primal and tangent splits: its primal output is a
+  known value (it raised 'Linearization of mul with both operands linear')."""
+  ours = _jvp_of_jit_in_rule_prog(pyjax, jnp)
+  np.testing.assert_allclose([float(v) for v in ours], [5.0, 5.0 * 2 + 6.0, 5.0])
+  jax = pytest.importorskip("jax")
+  theirs = _jvp_of_jit_in_rule_prog(jax, jax.numpy)
+  for a, b in zip(ours, theirs):
+    assert a.dtype == b.dtype and a.aval.weak_type == b.aval.weak_type
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)

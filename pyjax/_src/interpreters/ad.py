@@ -355,14 +355,47 @@ class _SplitInterpreter(core.Interpreter):
 
   def process_primitive(self, prim, args, params):
     ti = self.tangent_interp
-    for x in args:
-      if isinstance(x, core.StagingTracer) and x._trace is ti:
-        return ti.process_primitive(prim, args, params)
+    lin = [isinstance(x, core.StagingTracer) and x._trace is ti for x in args]
+    if any(lin):
+      if prim.name == "jit" and not all(lin):
+        outs = _split_known_outputs(self.parent, ti, args, lin, params)
+        if outs is not None:
+          return outs
+      return ti.process_primitive(prim, args, params)
     with core.set_interpreter(self.parent):
       return prim.bind(*args, **params)
 
   def __repr__(self):
     return "LinearizeTrace"
+
+
+def _split_known_outputs(parent, ti, args, lin, params):
+  """A ``jit`` equation reaching the tangent jaxpr with some inputs known (a JVP rule's own
+  ``jax.jvp`` of a jitted function, inside linearize: the jit of primal and tangent takes
+  the known primal values): its outputs that depend on no staged tangent are computed by
+  a jit of only what they need, bound on the parent, so they are known values, not linear
+  ones (as JAX's partial evaluation of a jit splits it).  None: nothing to split."""
+  from pyjax._src.interpreters import partial_eval as pe
+  closed = params["jaxpr"]
+  j = closed.jaxpr
+  if j.effects:
+    return None
+  unknown = {v for v, u in zip(j.invars, lin) if u}
+  for eqn in j.eqns:
+    if any(type(v) is not core.Literal and v in unknown for v in eqn.invars):
+      unknown.update(eqn.outvars)
+  dep = [type(v) is not core.Literal and v in unknown for v in j.outvars]
+  if all(dep):
+    return None
+  known_j, used = pe.dce_jaxpr(j, [not d for d in dep])
+  from pyjax._src.interpreters import staging
+  known = core.ClosedJaxpr(known_j, closed.consts)
+  with core.set_interpreter(parent):
+    known_outs = iter(staging.jit_p.bind(
+        *[a for a, u in zip(args, used) if u],
+        **_jit_params_like(staging, params, known, params.get("name", "f"))))
+  outs = ti.process_primitive(staging.jit_p, args, params) if any(dep) else None
+  return [o if d else next(known_outs) for o, d in zip(outs or dep, dep)]
 
 
 class JVPInterpreter(core.Interpreter):

@@ -274,8 +274,9 @@ def is_fp_warning(w):
   """Whether ``w`` (a RuntimeWarning raised as an error) is NumPy's floating-point warning
   ("divide by zero encountered in divide").  A program whose warnings filter turns
   warnings into errors (pytest's ``filterwarnings = error``, ``python -W error``) outranks
-  the CPU backend's filter that silences them (``backends/cpu/eager/registry.py``); callers then run the computation again under ``np.errstate`` (the
-  implementations are pure), so the caller never sees a warning XLA would not give."""
+  the CPU backend's filter that silences them (``backends/cpu/eager/registry.py``); callers
+  then run the computation again under ``np.errstate`` (the implementations are pure), so
+  the caller never sees a warning XLA would not give."""
   return "encountered in" in str(w)
 
 
