@@ -443,3 +443,32 @@ def test_eager_debug_callback_raises_the_callbacks_own_error():
     jax.debug.callback(lambda v: 1 / 0, jnp.ones(2))
   with pytest.raises(ZeroDivisionError):
     pyjax.debug.callback(lambda v: 1 / 0, pjnp.ones(2))
+
+
+def test_compiler_thread_survives_a_failure_notice_raised_as_an_error(monkeypatch):
+  """A failed native build warns; under a warnings filter that makes warnings errors the
+  warning raised out of the background job and ended the compiler thread, so every later
+  build (and ``drain``) waited forever."""
+  orig = executable._build_native
+  failed = []
+
+  def flaky(closed, name, donate):
+    if not failed:
+      failed.append(name)
+      raise ValueError("planted compiler failure")
+    return orig(closed, name, donate)
+
+  monkeypatch.setattr(executable, "_build_native", flaky)
+  x = pyjax.numpy.arange(4.0)
+  with executable.compile_mode_override("async"), warnings.catch_warnings():
+    warnings.simplefilter("error")
+    f = pyjax.jit(lambda x: x * 2 + 1)
+    g = pyjax.jit(lambda x: x * 3 - 1)
+    for h in (f, g):
+      for _ in range(3):
+        h(x)
+      exe, = [e for entry in pyjax._src.api._fun_cache(h).values()
+              for e in entry.executables.values()]
+      assert exe._job is not None and exe._job.done.wait(60), "the compiler thread stopped"
+    assert failed and exe.tier == "native"
+  np.testing.assert_array_equal(g(x), [-1.0, 2.0, 5.0, 8.0])

@@ -385,6 +385,8 @@ class _Worker:
       try:
         if job.claim():
           job.run()
+      except Exception:  # noqa: BLE001  -- the thread outlives a failed job (its failure
+        pass             # notice raised: warnings made errors by the program's filter)
       finally:
         self.q.task_done()
 
