@@ -23,6 +23,8 @@ class ShapedArray:
   def __init__(self, shape, dtype, weak_type=False, *, sharding=None, manual_axis_type=None,
                memory_space=None):
     self.shape = shape if type(shape) is tuple else tuple(shape)
+    if isinstance(dtype, (type, str)):   # jnp.float32, np.int8, "bfloat16": as JAX, a dtype
+      dtype = dtypes.dtype(dtype)
     self.dtype = dtype
     self.weak_type = weak_type
     self._hash = None

@@ -116,3 +116,15 @@ def test_tracer_error_messages_match_jax(jax):
            (lambda x: np.asarray(x), np.float32(1))]
   for f, x in cases:
     assert run(pyjax, f, x) == run(jax, f, x)
+
+
+def test_shaped_array_takes_scalar_types_and_names_as_dtypes():
+  """As JAX's: ShapedArray((4,), jnp.float32) holds the dtype float32 (it kept the scalar
+  type, and printing it raised AttributeError)."""
+  for d in (jnp.float32, np.float32, "float32"):
+    a = ShapedArray((4,), d)
+    assert a.dtype == np.dtype("float32") and isinstance(a.dtype, np.dtype)
+    assert str(a) == "float32[4]" and a == ShapedArray((4,), np.dtype("float32"))
+  assert str(ShapedArray((2,), "bfloat16")) == "bfloat16[2]"
+  jax = pytest.importorskip("jax")
+  assert str(jax.core.ShapedArray((4,), jax.numpy.float32)) == "float32[4]"
