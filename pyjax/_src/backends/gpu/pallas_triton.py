@@ -185,7 +185,7 @@ class _Gen:
       self.scan(eqn, env)
     elif p.name == "while":
       self.while_(eqn, env)
-    elif p.name in ("pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+    elif p.name in ("jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
                     "remat", "checkpoint"):
       sub = next((eqn.params[k] for k in ("jaxpr", "call_jaxpr", "fun_jaxpr")
                   if k in eqn.params), None)
