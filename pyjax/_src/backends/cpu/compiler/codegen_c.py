@@ -917,9 +917,10 @@ class KernelGen:
       if direct is not None:
         bufs[m] = (direct, self.slot_root(x))
         continue
-      base = self._squared_row(m, inner, st, full)
-      if base is not None:   # sum(a * a) of a row read in place: squared as it is summed
-        bufs[m] = (self._direct_row(base, inner, st, full), self.slot_root(base))
+      sq = self._squared_row(m, inner, st, full)
+      if sq is not None:   # sum(a * a) of a row read in place: squared as it is summed
+        base, ptr = sq
+        bufs[m] = (ptr, self.slot_root(base))
         squares.add(m)
         continue
       b = self.fresh("row")
@@ -967,12 +968,12 @@ class KernelGen:
         self.rowbufs[(x.id, full)] = (b, inner, st)
 
   def _squared_row(self, m, inner, st, full):
-    """``a`` when the reduction ``m`` is a float32/float64 sum over one dimension of
+    """For a reduction ``m`` that is a float32/float64 sum over one dimension of
     ``a * a`` (``mul`` of one value, ``square``, ``integer_pow`` 2: one rounded product)
     computed in this kernel from a row ``a`` read in place (``_direct_row``); the
     ``pj_tree1sq_*`` helper then squares the elements as it loads them, the row buffer
     neither written nor read back (a 1000x1000 float32 row normalization: 241 -> 197 us
-    on one thread).  Else None."""
+    on one thread): ``(a, pointer to its row)``.  Else None."""
     x = m.ins[0]
     if (m.prim != "reduce_sum" or len(inner) != 1 or type(x) is not Value
         or _tree1_helper(m.prim, x.dtype) is None):
@@ -986,7 +987,8 @@ class KernelGen:
     a = p.ins[0]
     if type(a) is not Value or a.dtype != x.dtype or a.shape != x.shape:
       return None
-    return a if self._direct_row(a, inner, st, full) is not None else None
+    ptr = self._direct_row(a, inner, st, full)
+    return None if ptr is None else (a, ptr)
 
   def _direct_row(self, x, inner, st, full):
     """A pointer to ``x``'s row when the reduction reads a materialized array whose
