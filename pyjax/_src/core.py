@@ -192,7 +192,7 @@ def get_aval(x):
   t = type(x)
   if t is ArrayImpl:
     return x.aval
-  if isinstance(x, Tracer):
+  if isinstance(x, (Tracer, ArrayImpl)):   # (a sharded ArrayImpl: its type == ArrayImpl)
     return x.aval
   if t in dtypes.python_scalar_types:
     return scalar_aval(x)

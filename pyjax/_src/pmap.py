@@ -156,6 +156,19 @@ def pmap(fun=None, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_
             leaf._donate()
     return outs
 
+  lowering = []
+
+  def lower(*args, **kwargs):
+    """Ahead-of-time lowering of the pmapped function for these arguments (``Lowered``:
+    ``as_text()``, ``compile()``).  Differs from JAX: the program is the jitted pmap (a
+    ``shard_map`` over the device mesh) and its compiled form's outputs are single-device
+    arrays."""
+    if not lowering:
+      from pyjax._src.api import jit
+      lowering.append(jit(pmapped, static_argnums=static, donate_argnums=donate))
+    return lowering[0].lower(*args, **kwargs)
+
+  pmapped.lower = lower
   return pmapped
 
 

@@ -733,3 +733,29 @@ def test_transpose_rules_see_literal_operands_with_avals():
     ad.primitive_transposes[prim] = transpose
     g = lib.grad(lambda y: prim.bind(np.float32(0), y))(np.float32(2))
     assert float(g) == 1.0 and seen == [()], lib
+
+
+# --- equinox: every concrete array is one type whatever its sharding --------------------
+def test_pmap_outputs_have_the_type_of_other_arrays():
+  jax = _jax()
+  out = pyjax.pmap(lambda x: x * 2)(jnp.ones((1, 3)))
+  plain = jnp.ones((1, 3))
+  want = type(jax.pmap(lambda x: x * 2)(jax.numpy.ones((1, 3)))) == type(jax.numpy.ones(3))
+  assert (type(out) == type(plain)) is want is True
+  assert not (type(out) != type(plain))
+  assert {type(plain): 1}[type(out)] == 1
+  assert type(out) != np.ndarray and type(plain) != int
+  assert "NamedSharding" in repr(out.sharding)   # still laid out over the mesh
+  np.testing.assert_array_equal(np.asarray(out == plain * 2), True)
+
+
+def test_pmap_lower_and_compile():
+  jax = _jax()
+  f = lambda x, y: 2 * x + y
+  x = np.array([3], np.int32)
+  lowered = pyjax.pmap(f, in_axes=(0, None)).lower(jnp.asarray(x), 4)
+  assert "shard_map" in lowered.as_text()
+  got = lowered.compile()(jnp.asarray(x), 4)
+  want = jax.pmap(f, in_axes=(0, None))(jax.numpy.asarray(x), 4)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  assert got.dtype == want.dtype

@@ -86,7 +86,31 @@ class SingleDeviceSharding:
     return self.devices_indices_map(global_shape)
 
 
-class ArrayImpl(Array):
+class _ArrayImplType(abc.ABCMeta):
+  """The metaclass of ``ArrayImpl``: its layout subclasses (``ShardedArrayImpl``) compare
+  and hash equal to ``ArrayImpl`` itself, so ``type(x) == type(y)`` holds for any two
+  concrete arrays, as in JAX where every array is one ``ArrayImpl`` whatever its sharding.
+
+  Differs from JAX: ``type(x) is type(y)`` is still False between a sharded and a
+  single-device array (pyjax keeps the single-device fast paths on an exact type test)."""
+
+  def __eq__(cls, other):
+    if cls is other:
+      return True
+    if isinstance(other, _ArrayImplType):
+      return (getattr(cls, "_array_type", cls)
+              is getattr(other, "_array_type", other))
+    return NotImplemented
+
+  def __ne__(cls, other):
+    eq = _ArrayImplType.__eq__(cls, other)
+    return eq if eq is NotImplemented else not eq
+
+  def __hash__(cls):
+    return type.__hash__(getattr(cls, "_array_type", cls))
+
+
+class ArrayImpl(Array, metaclass=_ArrayImplType):
   __slots__ = ("_buf", "aval", "_device", "_committed", "__weakref__")
   __array_priority__ = 100
 
@@ -371,3 +395,4 @@ def make_array(buf, weak_type=False, device=None, committed=False):
 
 Array.register(ArrayImpl)
 ArrayImpl.__module__ = "pyjax"
+ArrayImpl._array_type = ArrayImpl  # what every layout subclass compares equal to
