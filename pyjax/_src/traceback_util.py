@@ -10,8 +10,10 @@ it as a ``__cause__``); the modes other than "off" all filter this way.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
+import traceback
 import types
 
 _exclude_paths = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
@@ -75,3 +77,47 @@ def api_boundary(fun=None, *, repro_api_name=None, repro_user_func=False):
       _state.depth = depth
 
   return reraise_with_filtered_traceback
+
+
+# -- tracebacks formatted off the main thread ------------------------------------------
+# CPython 3.11's traceback formatting parses each frame's source segment with ast.parse to
+# place its carets, and the AST constructor's recursion counter is shared by all threads:
+# two threads parsing at once (a garbage-collector finalizer can switch threads in the
+# middle of a parse) make one of them fail with "SystemError: AST constructor recursion
+# depth mismatch" -- in the user's thread (pytest rewriting a module, printing a failure).
+# pyjax formats the tracebacks of callback errors on its stream threads, so it formats them
+# without column positions: the same text minus the caret lines, and no parse.
+
+def _drop_columns(te, seen):
+  while te is not None and id(te) not in seen:
+    seen.add(id(te))
+    for fs in te.stack:
+      fs.colno = fs.end_colno = None
+    for sub in getattr(te, "exceptions", None) or ():
+      _drop_columns(sub, seen)
+    _drop_columns(te.__context__, seen)
+    te = te.__cause__
+
+
+def format_exception_text(exc):
+  """``traceback.format_exception(exc)`` as one string, without the caret lines (their
+  placement parses source with ``ast``, which is not thread-safe in CPython 3.11)."""
+  te = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+  _drop_columns(te, set())
+  return "".join(te.format())
+
+
+def log_exception(logger, msg, exc):
+  """``logger.exception(msg)`` for ``exc``, with its traceback text formatted here by
+  ``format_exception_text`` (handlers reuse a record's ``exc_text``), so a handler running
+  on a pyjax thread never parses source."""
+  if not logger.isEnabledFor(logging.ERROR):
+    return
+  try:
+    fn, lno, func, _ = logger.findCaller(False, 2)
+  except ValueError:
+    fn, lno, func = "(unknown file)", 0, "(unknown function)"
+  record = logger.makeRecord(logger.name, logging.ERROR, fn, lno, msg, (),
+                             (type(exc), exc, exc.__traceback__), func)
+  record.exc_text = format_exception_text(exc).rstrip("\n")
+  logger.handle(record)

@@ -194,3 +194,37 @@ def test_complex64_expm1_near_minus_one():
       g = np.asarray(grad(pyjax)(x))
     assert close(got).all(), got
     np.testing.assert_allclose(g, want, rtol=2e-6)
+
+
+def test_callback_error_traceback_is_formatted_without_parsing_source(monkeypatch, caplog):
+  """A failing pure_callback in a jitted program runs on a pyjax stream thread, which
+  formats the traceback (the JaxRuntimeError's text, the logged record).  CPython 3.11
+  places traceback carets with ``ast.parse``, whose recursion counter all threads share:
+  parsing there raced with the user's thread (pytest rewriting or reporting) and raised
+  "SystemError: AST constructor recursion depth mismatch" now and then.  The callback may
+  run on the stream thread or on the waiting one, so no parse may happen at all; the text
+  still carries the frames and the error."""
+  import ast
+  import logging
+  import threading
+  parsed_on = []
+  real_parse = ast.parse
+
+  def spy(*args, **kwargs):
+    parsed_on.append(threading.current_thread().name)
+    return real_parse(*args, **kwargs)
+  monkeypatch.setattr(ast, "parse", spy)
+
+  def bad(x):
+    return np.asarray(x) + undefined_name  # noqa: F821 -- the error under test
+
+  f = pyjax.jit(lambda x: pyjax.pure_callback(
+      bad, pyjax.ShapeDtypeStruct((3,), jnp.float32), x))
+  with caplog.at_level(logging.ERROR, logger="pyjax._src.callback"):
+    with pytest.raises(pyjax.errors.JaxRuntimeError) as info:
+      f(jnp.ones(3)).block_until_ready()
+  text = str(info.value)
+  assert text.startswith("INTERNAL: CpuCallback error calling callback: Traceback")
+  assert "in bad\n" in text and "NameError: name 'undefined_name' is not defined" in text
+  assert "jax.pure_callback failed" in caplog.text and "in bad\n" in caplog.text
+  assert parsed_on == []

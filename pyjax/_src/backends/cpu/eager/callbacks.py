@@ -13,11 +13,10 @@ from __future__ import annotations
 import copy
 import logging
 import sys
-import traceback
 
 import numpy as np
 
-from pyjax._src import dtypes, errors
+from pyjax._src import dtypes, errors, traceback_util
 from pyjax._src.backends.cpu.eager.registry import register
 
 logger = logging.getLogger("pyjax._src.debugging")
@@ -72,8 +71,8 @@ def run_debug_callback(args, *, callback, effect, partitioned):
   del effect, partitioned
   try:
     callback(*args)
-  except BaseException:
-    logger.exception("jax.debug.callback failed")
+  except BaseException as e:
+    traceback_util.log_exception(logger, "jax.debug.callback failed", e)
     raise
   return []
 
@@ -91,7 +90,7 @@ def _debug_callback(*bufs, **params):
   try:
     return run_debug_callback([_as_array(b) for b in bufs], **params)
   except Exception as e:  # noqa: BLE001
-    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    tb = traceback_util.format_exception_text(e)
     raise errors.JaxRuntimeError(
         f"INTERNAL: CpuCallback error calling callback: {tb.rstrip()}") from e
 
@@ -118,12 +117,12 @@ def run_host_callback(name, args, callback, result_avals):
   try:
     try:
       outs = callback(*args)
-    except BaseException:
-      _callback_logger.exception(f"jax.{name} failed")
+    except BaseException as e:
+      traceback_util.log_exception(_callback_logger, f"jax.{name} failed", e)
       raise
     return _check_results(list(outs), result_avals)
   except Exception as e:  # noqa: BLE001 -- reported like XLA's CPU callback runtime
-    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    tb = traceback_util.format_exception_text(e)
     raise errors.JaxRuntimeError(
         f"INTERNAL: CpuCallback error calling callback: {tb.rstrip()}") from e
 
