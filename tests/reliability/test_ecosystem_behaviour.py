@@ -759,3 +759,16 @@ def test_pmap_lower_and_compile():
   want = jax.pmap(f, in_axes=(0, None))(jax.numpy.asarray(x), 4)
   np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
   assert got.dtype == want.dtype
+
+
+# --- equinox: a primitive's tangent output is an Array even for a Python-float tangent --
+@pytest.mark.parametrize("fn", [lambda x: x + 1, lambda x: 1 - x, lambda x: x])
+def test_jvp_of_python_float_tangent(fn):
+  jax = _jax()
+  got = pyjax.jvp(fn, (1.0,), (1.0,))
+  want = jax.jvp(fn, (1.0,), (1.0,))
+  for g, w in zip(got, want):
+    assert isinstance(g, pyjax.Array) == isinstance(w, jax.Array)
+    assert float(g) == float(w)
+    if isinstance(w, jax.Array):
+      assert g.dtype == w.dtype and g.weak_type == w.weak_type

@@ -447,8 +447,8 @@ class JVPInterpreter(core.Interpreter):
       with core.set_interpreter(self.rule_interp):   # (tuples, as JAX passes them)
         out_p, out_t = rule(tuple(primals), tuple(tangents), **params)
     if prim.multiple_results:
-      return [self.new_tracer(p, t) for p, t in zip(out_p, out_t)]
-    return self.new_tracer(out_p, out_t)
+      return [self.new_tracer(p, _array_tangent(t)) for p, t in zip(out_p, out_t)]
+    return self.new_tracer(out_p, _array_tangent(out_t))
 
   def new_tracer(self, primal, tangent):
     aval = core.get_aval(primal)
@@ -460,6 +460,15 @@ class JVPInterpreter(core.Interpreter):
       # of this interpreter (equinox's filter_jvp tells them apart that way).
       return primal
     return JVPTracer(self, primal, tangent)
+
+
+def _array_tangent(t):
+  """A primitive's tangent output that a rule passed through from a Python-scalar input
+  tangent (``x + 1``'s) as an Array: every primitive output is an Array in JAX."""
+  if type(t) in dtypes.python_scalar_types:
+    aval = core.get_aval(t)
+    return core.ArrayImpl(np.asarray(t, aval.dtype), aval, None, False)
+  return t
 
 
 # --- forward mode -----------------------------------------------------------------------
