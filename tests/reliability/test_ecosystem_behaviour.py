@@ -772,3 +772,21 @@ def test_jvp_of_python_float_tangent(fn):
     assert float(g) == float(w)
     if isinstance(w, jax.Array):
       assert g.dtype == w.dtype and g.weak_type == w.weak_type
+
+
+# --- flax linen while_loop: broadcast_to / equal on typed key arrays --------------------
+def test_broadcast_to_and_equal_of_key_arrays():
+  jax = _jax()
+  got_k = pyjax.random.split(pyjax.random.key(3), 2)[:, None]
+  want_k = jax.random.split(jax.random.key(3), 2)[:, None]
+  got = jnp.broadcast_to(got_k, (4, 2, 3))
+  want = jax.numpy.broadcast_to(want_k, (4, 2, 3))
+  assert got.shape == want.shape and str(got.dtype) == str(want.dtype)
+  np.testing.assert_array_equal(np.asarray(pyjax.random.key_data(got)),
+                                np.asarray(jax.random.key_data(want)))
+  np.testing.assert_array_equal(np.asarray(jnp.equal(got, got_k[:1])),
+                                np.asarray(jax.numpy.equal(want, want_k[:1])))
+  np.testing.assert_array_equal(np.asarray(jnp.not_equal(got, got_k[:1])),
+                                np.asarray(jax.numpy.not_equal(want, want_k[:1])))
+  with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>, int32"):
+    jnp.equal(got_k, 1)

@@ -717,6 +717,10 @@ def broadcast_to(array, shape, *, out_sharding=None):
     fmt = lambda s, weak: f"{'~' if weak else ''}{arr.dtype.name}[{','.join(map(str, s))}]"
     raise ValueError("Incompatible types for broadcasting: input type="
                      f"{fmt(arr_shape, arr.weak_type)} and requested type={fmt(shape, False)}")
+  if getattr(arr.dtype, "_pyjax_extended", False):   # typed PRNG keys: on the key data
+    base = arr._base_array
+    full = shape + tuple(base.shape[len(arr_shape):])
+    return arr._wrap(lax.broadcast_in_dim(base, full, tuple(range(nlead, len(full)))))
   return lax.broadcast_in_dim(arr, shape, tuple(range(nlead, len(shape))))
 
 

@@ -210,6 +210,29 @@ equal = _one_to_one_binop("equal", lax.eq)
 not_equal = _one_to_one_binop("not_equal", lax.ne)
 
 
+def _key_comparison(f, negate):
+  """``f`` (equal / not_equal) that also compares typed PRNG key arrays, key by key (as
+  JAX: both operands keys of one implementation, else JAX's TypeError)."""
+  def g(x, y, /):
+    kx = getattr(getattr(x, "dtype", None), "_pyjax_extended", False)
+    ky = getattr(getattr(y, "dtype", None), "_pyjax_extended", False)
+    if not (kx or ky):
+      return f(x, y)
+    if not (kx and ky) or x.dtype != y.dtype:
+      names = ", ".join(str(getattr(v, "dtype", None) or core.get_aval(v).dtype)
+                        for v in (x, y))
+      raise TypeError(f"{f.__name__} does not accept dtypes {names}.")
+    eq = x._eq(y)
+    return lax.bitwise_not(eq) if negate else eq
+  g.__name__ = g.__qualname__ = f.__name__
+  g.__doc__ = f.__doc__ + " Typed PRNG key arrays compare key by key."
+  return g
+
+
+equal = _key_comparison(equal, False)
+not_equal = _key_comparison(not_equal, True)
+
+
 def _ordering(name, lax_fn):
   """Comparisons; complex operands compare lexicographically (real part, then imaginary),
   handled when lax rejects the dtype so the hot path is one lax call."""
