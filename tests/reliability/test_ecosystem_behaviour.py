@@ -790,3 +790,24 @@ def test_broadcast_to_and_equal_of_key_arrays():
                                 np.asarray(jax.numpy.not_equal(want, want_k[:1])))
   with pytest.raises(TypeError, match="equal does not accept dtypes key<fry>, int32"):
     jnp.equal(got_k, 1)
+
+
+# --- equinox filter_jit(donate=...): the output lives in the donated buffer --------------
+def test_donated_buffer_becomes_the_output_beside_a_literal_output():
+  jax = _jax()
+  f = lambda x: (0, x + 1)
+  for mod, jit in ((jnp, pyjax.jit), (jax.numpy, jax.jit)):
+    g = jit(f, donate_argnums=0)
+    x = mod.arange(8.0)
+    p = x.unsafe_buffer_pointer()
+    z, y = g(x)
+    assert x.is_deleted() and y.unsafe_buffer_pointer() == p
+    np.testing.assert_array_equal(np.asarray(y), np.arange(8.0) + 1)
+    assert int(z) == 0
+
+
+def test_donated_buffer_viewed_by_another_output_keeps_its_values():
+  g = pyjax.jit(lambda x: (x.reshape(2, 4), x * 2), donate_argnums=0)
+  z, y = g(jnp.arange(8.0))
+  np.testing.assert_array_equal(np.asarray(z), np.arange(8.0).reshape(2, 4))
+  np.testing.assert_array_equal(np.asarray(y), np.arange(8.0) * 2)

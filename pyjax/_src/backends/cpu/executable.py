@@ -217,9 +217,13 @@ class CpuExecutable:
     caller knows of.  On the native tier an output whose buffer plan reuses a donated input
     (``NativeProgram.donation``) is written into that input's buffer when nothing else
     holds it: not another Array, a NumPy view or array object, nor queued work (see
-    ``_exclusive``).  Otherwise (and on the NumPy tier) outputs are allocated."""
+    ``_exclusive``).  On the NumPy tier such an output is computed, then copied into the
+    donated buffer, which becomes the output (as XLA's aliasing: the output lives in the
+    donated memory).  Otherwise outputs are allocated."""
     native = self.native
-    pairs = native.donation if native is not None else None
+    if native is None:
+      return self._numpy_donating(bufs, donated)
+    pairs = native.donation
     cand = [(i, 1 << pairs[i]) for i in donated if pairs and i in pairs]
     pb = _stream.PendingBuffer
     pending = any(type(b) is pb for b in bufs)
@@ -257,6 +261,26 @@ class CpuExecutable:
     if pending:   # (a stream worker, or asynchronous dispatch off): pending donors copy
       bufs = [b.result() if type(b) is pb else b for b in bufs]
     return fn(*bufs, mask)
+
+  def _numpy_donating(self, bufs, donated):
+    """``call_donating`` on the NumPy tier (see there)."""
+    pb = _stream.PendingBuffer
+    if any(type(b) is pb for b in bufs):
+      bufs = [b.result() if type(b) is pb else b for b in bufs]
+    pairs = dict(self._donate)
+    reuse = [(i, pairs[i]) for i in donated if i in pairs and _exclusive(bufs, i)]
+    outs = self.fn(*bufs)
+    if reuse:
+      outs = list(outs)
+      for i, j in reuse:
+        if not _exclusive(bufs, i):   # an output is a view of the donated buffer
+          continue
+        b, o = bufs[i], outs[j]
+        if type(o) is np.ndarray and o is not b and o.shape == b.shape and o.dtype == b.dtype:
+          b.flags.writeable = True   # (b owns its memory: ``_exclusive``)
+          np.copyto(b, o)
+          outs[j] = b
+    return outs
 
   def as_text(self):
     """The generated code: the native program (host Python + C) once compiled, else the

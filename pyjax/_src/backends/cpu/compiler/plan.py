@@ -200,7 +200,7 @@ def donation_candidates(fusion, steps, pairs):
   and each writer group's ``alias_req`` ({output value: input value})."""
   program = fusion.program
   outs = program.outputs
-  if not pairs or any(type(x) is not Value for x in outs) or len(set(outs)) != len(outs):
+  if not pairs:
     return {}, None
   host_reads = {root(fusion, x) for st in steps if not isinstance(st, Segment)
                 for x in st.node.ins if type(x) is Value}
@@ -209,6 +209,10 @@ def donation_candidates(fusion, steps, pairs):
     if i >= len(program.inputs) or j >= len(outs):
       continue
     x, v = program.inputs[i], outs[j]
+    # (an output that is a literal, or returned twice, takes no donated buffer; the others
+    # still may)
+    if type(v) is not Value or sum(o is v for o in outs) != 1:
+      continue
     if x in outs or x in host_reads or x.shape != v.shape or x.dtype != v.dtype:
       continue
     k = next((k for k, st in enumerate(steps) if isinstance(st, Segment) and v in st.outputs),
