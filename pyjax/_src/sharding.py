@@ -87,8 +87,12 @@ class Sharding(abc.ABC):
             if d in self.addressable_devices}
 
   def is_equivalent_to(self, other, ndim):
-    return (self.device_set == other.device_set
-            and self.devices_indices_map((1,) * ndim) == other.devices_indices_map((1,) * ndim))
+    """Whether both place the parts of any ``ndim``-dimensional array alike (compared on
+    a shape every sharded dimension divides: the device count along each axis)."""
+    if self.device_set != other.device_set:
+      return False
+    shape = (len(self.device_set),) * ndim
+    return self.devices_indices_map(shape) == other.devices_indices_map(shape)
 
 
 Sharding.register(SingleDeviceSharding)

@@ -179,3 +179,15 @@ def test_pickle_and_delete():
   assert a.is_deleted()
   with pytest.raises(RuntimeError, match="Array has been deleted"):
     np.asarray(a)
+
+
+@needs8
+def test_is_equivalent_to_on_sharded_specs():
+  # (JAX 0.10 gives these: True, True, False, False, False; flax's EMA sharding test)
+  m = pyjax.make_mesh((4, 2), ("x", "y"))
+  a = NamedSharding(m, P("x", "y"))
+  assert a.is_equivalent_to(NamedSharding(m, P("x", "y")), 2)
+  assert NamedSharding(m, P("x")).is_equivalent_to(NamedSharding(m, P("x", None)), 2)
+  assert not a.is_equivalent_to(NamedSharding(m, P("x")), 2)
+  assert not a.is_equivalent_to(NamedSharding(m, P("y", "x")), 2)
+  assert not NamedSharding(m, P(("x", "y"))).is_equivalent_to(NamedSharding(m, P("x")), 1)

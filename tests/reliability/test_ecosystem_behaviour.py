@@ -811,3 +811,32 @@ def test_donated_buffer_viewed_by_another_output_keeps_its_values():
   z, y = g(jnp.arange(8.0))
   np.testing.assert_array_equal(np.asarray(z), np.arange(8.0).reshape(2, 4))
   np.testing.assert_array_equal(np.asarray(y), np.arange(8.0) * 2)
+
+
+# --- flax nnx: Variables (objects with __jax_array__) as operands; abstract-mesh shardings --
+class _Boxed:
+  def __init__(self, value):
+    self.value = value
+
+  def __jax_array__(self):
+    return self.value
+
+
+def test_jax_array_objects_as_matmul_operands_under_vmap():
+  jax = _jax()
+  w = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+  x = np.ones((2,), np.float32)
+  def run(mod, vmap):
+    return vmap(lambda w: mod.asarray(x) @ _Boxed(w))(mod.asarray(w))
+  got, want = run(jnp, pyjax.vmap), run(jax.numpy, jax.vmap)
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  assert got.shape == want.shape == (4, 3)
+
+
+def test_with_sharding_constraint_on_the_abstract_context_mesh():
+  from pyjax.sharding import NamedSharding, PartitionSpec as P
+  mesh = pyjax.make_mesh((1, 1), ("a", "b"), axis_types=(pyjax.sharding.AxisType.Auto,) * 2)
+  with pyjax.set_mesh(mesh):
+    am = pyjax.sharding.get_abstract_mesh()
+    y = pyjax.lax.with_sharding_constraint(jnp.ones((2, 3)), NamedSharding(am, P("a", "b")))
+  np.testing.assert_array_equal(np.asarray(y), np.ones((2, 3), np.float32))

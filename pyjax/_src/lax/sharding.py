@@ -102,6 +102,7 @@ def with_sharding_constraint(x, shardings):
     if type(s).__name__ == "PartitionSpec" and _context_mesh() is not None:
       s = _named(_context_mesh(), s)
     if type(s).__name__ == "NamedSharding":
+      s = _on_context_mesh(s)
       _check_auto_axes(s)
     if type(s).__name__ == "PartitionSpec":
       raise RuntimeError(
@@ -125,6 +126,16 @@ def _context_mesh():
   from pyjax._src import sharding as _sh
   m = _sh.get_mesh()
   return None if m is None or m.empty else m
+
+
+def _on_context_mesh(s):
+  """A NamedSharding over an AbstractMesh laid out on the context mesh of that abstract
+  mesh (``jax.set_mesh``), as JAX resolves it; any other sharding unchanged."""
+  from pyjax._src import sharding as _sh
+  cm = _context_mesh()
+  if isinstance(s.mesh, _sh.AbstractMesh) and cm is not None and cm.abstract_mesh == s.mesh:
+    return _sh.NamedSharding(cm, s.spec, memory_kind=s.memory_kind)
+  return s
 
 
 def _named(mesh, spec):
