@@ -1,7 +1,7 @@
 """pyjax.dtypes (as jax.dtypes): dtype utilities and extended dtypes."""
 from pyjax._src.dtypes import (  # noqa: F401
     canonicalize_dtype, issubdtype, result_type, float0, TypePromotionError,
-    finfo, iinfo, promote_types, extended, prng_key)
+    finfo, iinfo, promote_types, extended, prng_key, itemsize_bits, scalar_type_of)
 from pyjax._src.dtypes import bfloat16_type as bfloat16  # noqa: F401  (the scalar type, as JAX's)
 
 

@@ -488,12 +488,46 @@ def to_complex_dtype(d):
   return canonicalize_dtype(complex128 if f == float64 else complex64)
 
 
-def finfo(d):
-  return ml_dtypes.finfo(to_numpy_dtype(d))
+# ``jnp.finfo``/``jnp.iinfo`` are ml_dtypes' classes, as in JAX: ``isinstance`` works, the
+# attribute set is NumPy's, bfloat16/float8/float4/int4 are covered, and the argument is
+# taken as NumPy takes it (``finfo(float)`` is float64 whatever x64 says; ``finfo(bfloat16)``
+# is a plain ``np.finfo`` instance, as JAX's is).
+finfo = ml_dtypes.finfo
+iinfo = ml_dtypes.iinfo
 
 
-def iinfo(d):
-  return ml_dtypes.iinfo(to_numpy_dtype(d))
+def itemsize_bits(dtype) -> int:
+  """Bits per element of ``dtype`` (``jax.dtypes.itemsize_bits``): 4 for int4 and
+  float4, 8 for bool (its storage), twice the component's for complex types."""
+  if dtype is None:
+    raise ValueError("dtype cannot be None.")
+  if dtype == np.dtype(bool):
+    return 8
+  if issubdtype(dtype, np.integer):
+    return int(iinfo(dtype).bits)
+  if issubdtype(dtype, np.floating):
+    return int(finfo(dtype).bits)
+  if issubdtype(dtype, np.complexfloating):
+    return 2 * int(finfo(dtype).bits)
+  raise ValueError(f"unexpected input: {dtype=}")
+
+
+def scalar_type_of(x) -> type:
+  """The Python scalar type (bool, int, float or complex) of a value's dtype
+  (``jax.dtypes.scalar_type_of``): float for bfloat16/float8, int for int4."""
+  from pyjax._src.lax.elementwise import dtype as value_dtype   # (jax.dtypes.dtype)
+  d = value_dtype(x)
+  if d in _custom_float_dtypes:
+    return float
+  if d == bool_:
+    return bool
+  if issubdtype(d, np.integer):
+    return int
+  if issubdtype(d, np.floating):
+    return float
+  if issubdtype(d, np.complexfloating):
+    return complex
+  raise TypeError(f"Invalid scalar value {x}")
 
 
 _short = {bool_: "bool", bfloat16: "bf16"}

@@ -107,3 +107,55 @@ def test_issubdtype_extended_key_dtypes():
   assert not jnp.issubdtype(k.dtype, jnp.floating)
   assert not jnp.issubdtype(jnp.float32, pyjax.dtypes.extended)
   assert jnp.issubdtype(k.dtype, k.dtype)
+
+
+def _dtype_api_outcomes(m):
+  """What ``jax.dtypes``' and ``jnp``'s dtype-information API gives (or raises) on a set
+  of inputs, for module ``m`` (pyjax or jax)."""
+  jn = m.numpy
+  out = []
+
+  def rec(*key_and_fn):
+    *key, fn = key_and_fn
+    try:
+      out.append((*key, fn()))
+    except Exception as e:  # noqa: BLE001 -- the exception is the outcome compared
+      out.append((*key, type(e).__name__, str(e).replace("pyjax", "jax")))
+
+  for d in (jn.float32, jn.bfloat16, jn.float8_e4m3fn, jn.float4_e2m1fn, "float16", float,
+            complex, jn.complex64, np.float64(1), jn.ones(2, jn.bfloat16), None, 1.0, jn.int32):
+    def fi(d=d):
+      f = jn.finfo(d)
+      return (type(f).__name__, isinstance(f, jn.finfo), f.bits, str(f.eps), str(f.max),
+              str(f.tiny), str(f.dtype), f.nmant, f.nexp)
+    rec("finfo", repr(d), fi)
+  for d in (jn.int32, jn.uint8, jn.int4, "int16", int, 3, jn.ones(2, "int8"), jn.bool_,
+            jn.float32):
+    def ii(d=d):
+      f = jn.iinfo(d)
+      return (isinstance(f, jn.iinfo), f.bits, f.min, f.max, str(f.dtype), f.kind)
+    rec("iinfo", repr(d), ii)
+  for d in (jn.bool_, jn.int4, jn.uint8, jn.bfloat16, jn.float4_e2m1fn, jn.complex64,
+            "complex128", np.dtype("int64"), None, "str", m.dtypes.float0):
+    rec("itemsize_bits", repr(d), lambda d=d: m.dtypes.itemsize_bits(d))
+  for x in (1, 1.0, True, 1j, jn.ones(2, "int8"), jn.ones(2, bool), jn.ones(2, jn.bfloat16),
+            jn.ones(2, jn.int4), np.float16(1), jn.ones(2, jn.complex64), jn.float32,
+            "float32", "s", None, [1.0]):
+    rec("scalar_type_of", repr(x), lambda x=x: m.dtypes.scalar_type_of(x).__name__)
+  out.append((isinstance(jn.finfo, type), isinstance(jn.iinfo, type),
+              m.dtypes.finfo is jn.finfo, m.dtypes.iinfo is jn.iinfo))
+  return out
+
+
+def test_dtype_information_api_matches_jax(jax):
+  """jnp.finfo/iinfo are classes (isinstance works; bfloat16/float8/float4/int4 covered;
+  no x64 canonicalization of the argument), jax.dtypes.itemsize_bits/scalar_type_of exist:
+  every outcome, errors included, as JAX's."""
+  for got, want in zip(_dtype_api_outcomes(pyjax), _dtype_api_outcomes(jax), strict=True):
+    assert got == want
+
+
+def test_dtypes_public_names_match_jax(jax):
+  import jax.dtypes as jdt
+  want = {n for n in dir(jdt) if not n.startswith("_")}
+  assert want <= set(dir(pyjax.dtypes)), sorted(want - set(dir(pyjax.dtypes)))

@@ -999,7 +999,7 @@ def dtype(x):
   if x is None:
     raise ValueError(f"Invalid argument to dtype: {x}.")
   if isinstance(x, type):
-    if x in (bool, int, float, complex):
+    if x is bool or x is int or x is float or x is complex:   # (jnp.float32 == float)
       return dtypes.canonicalize_dtype(dtypes.python_scalar_dtype(x))
     sub = getattr(x, "_pyjax_dtype", None)   # pyjax.numpy scalar types
     if sub is not None:

@@ -107,12 +107,8 @@ def _canonical_arg(a):
   return dtypes.canonicalize_dtype(d), weak
 
 
-def finfo(d):
-  return dtypes.finfo(d)
-
-
-def iinfo(d):
-  return dtypes.iinfo(d)
+finfo = dtypes.finfo   # classes (ml_dtypes'), as JAX's
+iinfo = dtypes.iinfo
 
 
 def issubdtype(arg1, arg2):
