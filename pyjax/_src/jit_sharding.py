@@ -222,8 +222,13 @@ class ShardedJit:
       return self._inner(*args, **kwargs)
     args = list(args)
     if self._in is not None:
-      flat_in = _flat_prefix(self._in, tuple(args), "in_shardings", nargs=len(args))
-      leaves, tree = tree_util.tree_flatten(tuple(args))
+      # in_shardings cover the dynamic positional arguments (static ones are left out)
+      n = len(args)
+      static = {i + n if i < 0 else i for i in (self._inner._opts.static_argnums or ())}
+      dyn_idx = [i for i in range(n) if i not in static]
+      dyn = tuple(args[i] for i in dyn_idx)
+      flat_in = _flat_prefix(self._in, dyn, "in_shardings", nargs=len(dyn))
+      leaves, tree = tree_util.tree_flatten(dyn)
       placed = []
       typed_ctx = _explicit_context()
       for x, s in zip(leaves, flat_in):
@@ -233,7 +238,8 @@ class ShardedJit:
           placed.append(x)   # (under an Explicit context mesh an unsharded value's type
           continue           # stays unsharded, as JAX's)
         placed.append(_lay_out(x if isinstance(x, ArrayImpl) else _asarray(x), s))
-      args = list(tree.unflatten(placed))
+      for i, v in zip(dyn_idx, tree.unflatten(placed)):
+        args[i] = v
     out = self._inner(*args, **kwargs)
     if self._out is None:
       return out

@@ -242,3 +242,19 @@ def test_eager_elementwise_runs_shard_by_shard():
   for s in r.addressable_shards:
     np.testing.assert_array_equal(np.asarray(s.data), want[s.index])
   np.testing.assert_array_equal(np.asarray(r), want)
+
+
+@needs8
+def test_in_shardings_cover_the_dynamic_arguments_only():
+  # (JAX 0.10: the static argument takes no entry; a tuple as long as every positional
+  # argument is the "wrong length" error, counted over the dynamic ones)
+  m = pyjax.make_mesh((8,), ("x",))
+  s = NamedSharding(m, P("x"))
+  f = pyjax.jit(lambda k, x: x * k, in_shardings=(s,), static_argnums=0)
+  y = f(2, jnp.arange(8.0))
+  np.testing.assert_array_equal(np.asarray(y), np.arange(8.0) * 2)
+  assert y.sharding.spec == P("x")
+  g = pyjax.jit(lambda k, x: x * k, in_shardings=(s, s), static_argnums=0)
+  with pytest.raises(ValueError, match="got a tuple or list of length 2 for an args tuple "
+                                       "of length 1"):
+    g(2, jnp.arange(8.0))
