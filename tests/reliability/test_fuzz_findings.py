@@ -228,3 +228,34 @@ def test_callback_error_traceback_is_formatted_without_parsing_source(monkeypatc
   assert "in bad\n" in text and "NameError: name 'undefined_name' is not defined" in text
   assert "jax.pure_callback failed" in caplog.text and "in bad\n" in caplog.text
   assert parsed_on == []
+
+
+def _nan_cases(m):
+  lx = m.lax
+  x = m.numpy.array([-2.0, -3.0, -0.5, 0.0, float("inf")], m.numpy.float32)
+  y = m.numpy.array([0.5, 1.7, -2.5, 0.0, 1.0], m.numpy.float32)
+  return lambda x, y: [lx.pow(x[:3], y[:3]), lx.sqrt(x[:3]), x[3:4] / y[3:4],
+                       x[4:] - x[4:]], (x, y)
+
+
+def _bits32(outs):
+  return [np.asarray(o).view(np.uint32).tolist() for o in outs]
+
+
+def test_invalid_operation_nan_bits_same_on_every_tier_and_as_jax():
+  """The NaN a float32 domain error gives, bit for bit, eagerly, on jit's NumPy tier and
+  natively: ``pow`` of a negative base and a non-integer exponent or'ed the magnitude's
+  bits into a NaN exponent (0x7FF504F3 for (-2) ** 0.5: a payload that depended on the
+  operands); it is XLA's default NaN 0xFFC00000 now, as sqrt(-x), 0/0 and inf - inf."""
+  from pyjax._src.backends.cpu import executable
+  f, args = _nan_cases(pyjax)
+  got = {"eager": _bits32(f(*args))}
+  for mode in ("off", "sync"):
+    pyjax.clear_caches()   # a cached executable keeps the tier it started on
+    with executable.compile_mode_override(mode):
+      got[mode] = _bits32(pyjax.jit(lambda *a: f(*a))(*args))
+  assert got["eager"] == got["off"] == got["sync"]
+  assert got["eager"] == [[0xFFC00000] * 3, [0xFFC00000] * 3, [0xFFC00000], [0xFFC00000]]
+  jax = pytest.importorskip("jax")
+  jf, jargs = _nan_cases(jax)
+  assert _bits32(jf(*jargs)) == got["eager"]

@@ -526,7 +526,8 @@ PJ_VM float pj_tanf_s(float x) { return fabsf(x) < 0.785398f ? pj_tanf_p(x) : pj
 /* float32 pow: |x|^y = exp(y log|x|) in double (pj_log, pj_exp: the product's error is
    far below a float ulp; one rounding to float), then C99's special cases by selects:
    x = 1 or y = 0 -> 1 (even NaN), |x| = 1 and y = +-inf -> 1, a negative x with an odd
-   integer y negates, a finite negative x with a finite non-integer y -> NaN */
+   integer y negates, a finite negative x with a finite non-integer y -> NaN (the default
+   NaN 0xFFC00000 that XLA's pow gives, not m's bits or'ed into a NaN exponent) */
 PJ_VM float pj_powf(float x, float y) {
   const float ax = fabsf(x), ay = fabsf(y);
   const double yd = (double)y, ayd = (double)ay;
@@ -550,7 +551,7 @@ PJ_VM float pj_powf(float x, float y) {
   const uint32_t neg = (uint32_t)((xneg | xnegz) & yodd) << 31;
   const uint32_t nan = -(uint32_t)(xneg & xfin & yfin & !yint);
   const uint32_t one = -(uint32_t)((ax1 & yinf) | (bx == 0x3F800000u) | (bay == 0u));
-  const uint32_t r = (pj_fbits(m) ^ neg) | (nan & 0x7FC00000u);
+  const uint32_t r = ((pj_fbits(m) ^ neg) & ~nan) | (nan & 0xFFC00000u);
   return pj_bitsf((r & ~one) | (one & 0x3F800000u));
 }
 /* float32 erfc: |x| < 0.45: 1 - erf(x) (erf's polynomial; erfc > 0.52, so erf's error is at
