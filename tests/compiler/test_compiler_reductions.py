@@ -50,7 +50,7 @@ _LENGTHS = [1, 31, 32, 33, 64, 100, 255, 256, 257, 287, 1000, 1023, 1024, 1025, 
 
 def _rows(n, dt, seed, special=False):
   rng = np.random.default_rng(seed)
-  rows = max(1, min(5, 30000 // n))   # small enough for the NumPy tier's XLA-order path
+  rows = max(1, min(4, 4095 // n))   # under 4,096 elements: XLA's order (row_lanes)
   x = (rng.standard_normal((rows, n)) * 4).astype(dt)
   if special and n > 40:
     x[0, 5] = np.nan
@@ -106,17 +106,90 @@ def test_row_sums_match_jax():
     same_bits(got, ref, n)
 
 
+def _lanes_reference(x, axes, lanes):
+  """The lanes order by its definition: lane j sums elements j, j + lanes, ... of each row
+  one at a time from +0, then the lanes fold by halves."""
+  kept = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+  r = x.reshape(int(np.prod(kept)), -1)
+  acc = np.zeros((r.shape[0], lanes), x.dtype)
+  for i in range(r.shape[1]):
+    acc[:, i % lanes] += r[:, i]
+  while acc.shape[1] > 1:
+    acc = acc[:, :acc.shape[1] // 2] + acc[:, acc.shape[1] // 2:]
+  return acc[:, 0].reshape(kept)
+
+
+# (shape, axes, lanes order?): rows of more than 64 elements, at least two rows, at least
+# 4,096 elements, the reduced dimensions (ignoring size-1 ones) trailing
+_LANES_CASES = [((64, 65), (1,), True), ((64, 64), (1,), False), ((4, 1024), (1,), True),
+                ((4, 1023), (1,), False), ((33, 129), (1,), True), ((7, 1000), (1,), True),
+                ((2, 4097), (1,), True), ((3, 5, 40, 30), (2, 3), True),
+                ((10, 1, 500, 1), (2, 3), True), ((1, 8192), (1,), False),
+                ((40, 30, 5), (1,), False)]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_lanes_order_rows(dt):
+  """Float sums of long rows in large operands (``row_lanes``) follow the lanes order on
+  every tier: the native helpers (``pj_lanes_*``, ``pj_lanessq_*``), jit's NumPy tier and
+  eager operations give the definition's bits (NaN, infinities, an all -0 row included),
+  and other reductions keep XLA's order; JAX (which reduces these shapes with YNNPACK, in
+  an order of its own) agrees to rounding."""
+  prev = _with_x64(dt)
+  try:
+    rng = np.random.default_rng(5)
+    xs = []
+    for shape, axes, _ in _LANES_CASES:
+      x = (rng.standard_normal(shape) * 4).astype(dt)
+      if x.size > 100:
+        flat = x.reshape(-1)
+        flat[7], flat[x.size // 2] = np.nan, np.inf
+        flat[-1] = -np.inf
+        d = int(np.prod([shape[a] for a in axes]))
+        flat[d:2 * d] = -0.0                    # an all -0 row sums to +0
+      xs.append(x)
+
+    def f(xs):
+      return [(x.sum(axis=axes), (x * x).sum(axis=axes), (x * 3 + 1).sum(axis=axes))
+              for x, (_, axes, _) in zip(xs, _LANES_CASES)]
+    got, exe = native(f, xs)
+    want = numpy_path(f, xs)
+    eager = f([jnp.asarray(x) for x in xs])
+    text = exe.as_text()
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)
+  sfx = "f" if dt == np.float32 else "d"
+  lanes = 64 if dt == np.float32 else 32
+  assert f"pj_lanes_sum_{sfx}(" in text and f"pj_lanessq_sum_{sfx}(" in text
+  for (shape, axes, is_lanes), x, g, w, e in zip(_LANES_CASES, xs, got, want, eager):
+    from pyjax._src.backends.cpu.compiler.kernels.reductions import row_lanes
+    assert bool(row_lanes("reduce_sum", shape, axes, dt)) == is_lanes, shape
+    for k in range(3):
+      same_bits(g[k], w[k], (shape, k, "numpy tier"))
+      same_bits(g[k], e[k], (shape, k, "eager"))
+    if is_lanes:
+      same_bits(g[0], _lanes_reference(x, axes, lanes), (shape, "definition"))
+      same_bits(g[1], _lanes_reference(x * x, axes, lanes), (shape, "definition sq"))
+  jax = pytest.importorskip("jax")
+  x = xs[6]
+  np.testing.assert_allclose(np.asarray(got[6][0]), np.asarray(jax.jit(lambda x: x.sum(axis=1))(x)),
+                             rtol=1e-5 if dt == np.float32 else 1e-12)
+
+
 def _row_normalize(x):
   return x / jnp.sqrt((x * x).sum(axis=1, keepdims=True))
 
 
-def test_row_normalize_is_one_kernel():
+@pytest.mark.parametrize("rows,helper", [(4, "pj_tree1sq_sum_f"), (40, "pj_lanessq_sum_f")])
+def test_row_normalize_is_one_kernel(rows, helper):
   """x / sqrt(sum(x*x, rows)) is one row kernel (the reduction phase, then the full-size
-  output phase over the same row), bit-identical to the NumPy tier."""
-  x = np.random.default_rng(0).standard_normal((40, 1000)).astype(np.float32)
+  output phase over the same row), bit-identical to the NumPy tier; the squares are summed
+  as they are loaded (no row buffer), in XLA's order below 4,096 elements, in the lanes
+  order from there (``row_lanes``)."""
+  x = np.random.default_rng(0).standard_normal((rows, 1000)).astype(np.float32)
   out, exe = native(_row_normalize, x)
   assert exe.native.n_kernels == 1
-  assert "= pj_tree1sq_sum_f((p0 + " in exe.as_text()   # no row buffer
+  assert f"= {helper}((p0 + " in exe.as_text()
   same_bits(out, numpy_path(_row_normalize, x))
   jax = pytest.importorskip("jax")
   # JAX computes x * rsqrt(s): equal within rounding

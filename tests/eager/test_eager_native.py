@@ -272,8 +272,9 @@ def check_reduce(name, x, axes, expect="native"):
 def test_reductions(dt, sync_small):
   """Bit for bit the NumPy implementation: reductions over leading axes keeping fewer than
   ``COLS_MAX`` elements (float sums: one sequential fold per column; max/min: NaN wins,
-  -0 below +0) and full float sums (``_tree_sum``'s levels), layouts classified ignoring
-  size-1 dimensions; the other reductions decline (NumPy is as fast)."""
+  -0 below +0), full float sums (``_tree_sum``'s levels) and float sums of long rows (the
+  lanes order), layouts classified ignoring size-1 dimensions; the other reductions
+  decline (NumPy is as fast)."""
   n = 70_001   # float sums go native above 65,536 elements only
   x = data(dt, n, 5)
   fin = data(dt, n, 6)
@@ -291,9 +292,12 @@ def test_reductions(dt, sync_small):
   for a, axes in [(x, (0,)), (fin, (0,)), (fin.reshape(1, n, 1), (1,)), (fin.reshape(1, n), (0, 1)),
                   (m.reshape(70, 1000), (0, 1))]:
     check_reduce("reduce_sum", a, axes, expect=fsum)
+  # float sums of long rows: the lanes order (row_lanes), rows in parallel
+  for a, axes in [(m.reshape(100, 700), (1,)), (x[:70000].reshape(10, 7, 1000), (2,)),
+                  (m.reshape(100, 1, 700), (1, 2)), (m.reshape(10, 70, 100), (1, 2))]:
+    check_reduce("reduce_sum", a, axes, expect=fsum)
   for name, a, axes in [("reduce_max", fin, (0,)), ("reduce_sum", m.reshape(70, 1000), (0,)),
                         ("reduce_min", m.reshape(100, 700), (1,)),
-                        ("reduce_sum", m.reshape(100, 700), (1,)),
                         ("reduce_max", m.reshape(10, 70, 100), (0, 2)),
                         ("reduce_max", m.reshape(700, 100).T, (0,))]:
     check_reduce(name, a, axes, expect=None)
@@ -307,6 +311,8 @@ def test_reductions(dt, sync_small):
     assert not np.signbit(en.run("reduce_sum", [z], {"axes": (0,)}, ShapedArray((), F32)))
     zc = en.run("reduce_sum", [z.reshape(7000, 10)], {"axes": (0,)}, ShapedArray((10,), F32))
     assert not np.signbit(zc).any()
+    zr = en.run("reduce_sum", [z.reshape(100, 700)], {"axes": (1,)}, ShapedArray((100,), F32))
+    assert not np.signbit(zr).any()
 
 
 # --- transcendental functions: NumPy's own loops on threads -----------------------------------
@@ -451,4 +457,4 @@ def test_sanitizers_eager_native(tmp_path):
   """This file's kernel tests with the libraries built under AddressSanitizer and
   UndefinedBehaviorSanitizer (out-of-bounds reads or writes abort)."""
   sanitizers.run_pytest(tmp_path, __file__,
-                        ["-m", "not slow", "-k", "odd_sizes or layouts or zero_d or select"])
+                        ["-m", "not slow", "-k", "odd_sizes or layouts or zero_d or select or reductions"])

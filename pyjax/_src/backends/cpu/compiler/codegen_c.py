@@ -33,6 +33,7 @@ from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_
 from pyjax._src.backends.cpu.compiler.kernels import vmath
 from pyjax._src.backends.cpu.compiler.ir import Lit, Value
 from pyjax._src.backends.cpu.compiler.kernels.reductions import TREE1_SOURCE
+from pyjax._src.backends.cpu.compiler.kernels.reductions import row_lanes as _row_lanes
 from pyjax._src.backends.cpu.compiler.kernels.reductions import tree1_helper as _tree1_helper
 
 PAR_THRESHOLD = 1 << 15     # parallelize loops doing at least this much work
@@ -689,7 +690,7 @@ class KernelGen:
     loops = []
     if ordered:
       inner = [k for k in red if self.shape[k] != 1]
-      if 0 < len(inner) <= 8:
+      if 0 < len(inner) <= 8 or (inner and all(self._lanes(m) for m in ordered)):
         loops.append(("tree", ordered))
       else:
         loops.append(("xla", ordered + rest))
@@ -956,7 +957,10 @@ class KernelGen:
       fast = _tree1_helper(m.prim, x.dtype)
       if m in squares:
         fast = fast.replace("tree1_", "tree1sq_")
-      if fast and len(inner) == 1:
+      if self._lanes(m):   # long rows of a large operand: the lanes order (row_lanes)
+        self.uses_tree1 = True
+        self.line(f"{accs[m]} = {fast.replace('tree1', 'lanes')}({b}, {n});")
+      elif fast and len(inner) == 1:
         self.uses_tree1 = True
         self.line(f"{accs[m]} = {fast}({b}, {n});")
       elif fast and len(inner) <= 8 and ext[-1] > XLA_WINDOW:
@@ -966,6 +970,11 @@ class KernelGen:
         self.line(f"{accs[m]} = {elementwise_c.tree_helper(m.prim, x.dtype)}({b}, {len(inner)}, {dims});")
       if m in computed and type(x) is Value:
         self.rowbufs[(x.id, full)] = (b, inner, st)
+
+  def _lanes(self, m):
+    """The lane count of reduction ``m``'s lanes order (``row_lanes``), else 0."""
+    x = m.ins[0]
+    return _row_lanes(m.prim, x.shape, m.params["axes"], x.dtype)
 
   def _squared_row(self, m, inner, st, full):
     """For a reduction ``m`` that is a float32/float64 sum over one dimension of

@@ -23,9 +23,11 @@ faster routes, each bit for bit equal to that implementation:
   elements by tiling the repeated row.
 - **Reductions** (``reduce_sum``/``reduce_max``/``reduce_min``) of C-contiguous operands
   over their leading axes keeping fewer than ``COLS_MAX`` elements (a column mean: NumPy
-  runs one short loop per row) and full float sums: one library per (primitive, dtype),
-  the order of float sums being the one ``eager_reductions.sum_layout`` defines for the
-  NumPy implementation (columns folded row after row; full sums in levels of 32 slices).
+  runs one short loop per row), full float sums, and float sums of long rows in the lanes
+  order (``row_lanes``; the compiled row kernels' ``pj_lanes_*`` helper, rows in parallel):
+  one library per (primitive, dtype), the order of float sums being the one
+  ``eager_reductions.sum_layout`` and ``lanes_sum`` define for the NumPy implementation
+  (columns folded row after row; full sums in levels of 32 slices).
 - **Threads** for transcendental functions (``exp``, ``expm1``, ``tanh``, ``log``, ...)
   where their eager implementation is NumPy's: without a C compiler or with
   ``PYJAX_TIER_NATIVE=0`` (otherwise the compiler's kernels serve them at every size, the
@@ -55,6 +57,7 @@ import time
 import ml_dtypes
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler.kernels.reductions import row_lanes
 from pyjax._src.backends.cpu.eager.registry import impls
 
 
@@ -509,7 +512,7 @@ def _tile_rows(fn, n0, n1, views, s0, s1, classes, out):
 _RED_DTYPES = frozenset(np.dtype(t) for t in (
     np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float32, np.float64))
-_RED_KINDS = {"cols": 0, "full": 2}
+_RED_KINDS = {"cols": 0, "rows": 1, "full": 2}
 COLS_MAX = 256    # reductions over leading axes keeping fewer elements: a native kernel
 _RED_ENTRY_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                                 ctypes.c_int64, ctypes.c_int)
@@ -564,15 +567,34 @@ static void pj_er_cols_run(const T *x, T *out, int64_t R, int64_t C) {
   else pj_er_cols(&ctx, 0, C);
 }
 static void pj_er_full(const T *x, T *out, int64_t n);
+static void pj_er_rows_run(const T *x, T *out, int64_t R, int64_t C);
 void pj_er_entry(const void *xv, void *outv, int64_t R, int64_t C, int kind) {
   const T *x = (const T *)xv;
   T *out = (T *)outv;
   if (kind == 0) {
     pj_er_cols_run(x, out, R, C);
     for (int64_t j = 0; j < C; j++) out[j] = pj_er_fix(out[j]);
+  } else if (kind == 1) {
+    pj_er_rows_run(x, out, R, C);
   } else {
     pj_er_full(x, out, R * C);
   }
+}
+"""
+
+# float sums of the R rows of C elements in the lanes order (the compiled row kernels'
+# pj_lanes_* helper: compiler/kernels/reductions.py, row_lanes), rows in parallel
+_REDUCE_ROWS_SUM_C = r"""
+typedef struct { const T *x; T *out; int64_t C; } pj_er_rctx;
+static void pj_er_rows(void *vc, int64_t lo, int64_t hi) {
+  const pj_er_rctx *c = (const pj_er_rctx *)vc;
+  for (int64_t i = lo; i < hi; i++) c->out[i] = PJ_ER_LANES(c->x + i * c->C, c->C);
+}
+static void pj_er_rows_run(const T *x, T *out, int64_t R, int64_t C) {
+  pj_er_rctx ctx = {x, out, C};
+  if (pj_parallel_for && R * C >= PJ_ER_PAR && R >= 2)
+    pj_parallel_for(pj_er_rows, &ctx, R, 1);
+  else pj_er_rows(&ctx, 0, R);
 }
 """
 
@@ -615,8 +637,9 @@ static void pj_er_full(const T *x, T *out, int64_t n) {
 def reduce_source(name, dtype):
   """The C of one reduction library, ``name`` on ``dtype``: ``pj_er_entry(x, out, R, C,
   kind)`` reduces the C-contiguous (R, C) matrix ``x`` over its rows (kind 0, "cols":
-  ``out[j]`` folds ``x[0, j], x[1, j], ...`` in that order) or, for float sums, entirely
-  (kind 2, "full": in ``eager_reductions._tree_sum``'s order).  Float sums never give -0
+  ``out[j]`` folds ``x[0, j], x[1, j], ...`` in that order) or, for float sums, over its
+  columns in the lanes order (kind 1, "rows": ``row_lanes``) or entirely (kind 2, "full":
+  in ``eager_reductions._tree_sum``'s order).  Float sums never give -0
   (XLA's fold starts from +0); max/min are XLA's (NaN wins, -0 below +0: ``lower_c``'s
   helpers).  Full max/min/integer sums and reductions over trailing axes stay on NumPy,
   whose SIMD loops are as fast."""
@@ -630,7 +653,14 @@ def reduce_source(name, dtype):
       f"static inline T pj_er_fix(T v) {{ return {'v + (T)0' if float_sum else 'v'}; }}"])
   full = _REDUCE_FULL_SUM_C if float_sum else (
       "static void pj_er_full(const T *x, T *out, int64_t n) { (void)x; (void)out; (void)n; }\n")
-  return head + _REDUCE_C + full
+  if float_sum:
+    from pyjax._src.backends.cpu.compiler.kernels.reductions import TREE1_SOURCE
+    rows = "\n".join([TREE1_SOURCE, f"#define PJ_ER_LANES pj_lanes_sum_{'f' if d == np.float32 else 'd'}",
+                      _REDUCE_ROWS_SUM_C])
+  else:
+    rows = ("static void pj_er_rows_run(const T *x, T *out, int64_t R, int64_t C) "
+            "{ (void)x; (void)out; (void)R; (void)C; }\n")
+  return head + _REDUCE_C + full + rows
 
 
 def _load_reduce(name, dtype):
@@ -647,7 +677,8 @@ def _run_reduce(name, x, axes, out_aval):
   """``name`` over ``axes`` of the C-contiguous ``x`` on a native kernel, or None.  Float
   sums only above ``eager_reductions._ORDERED_MAX_SIZE`` elements (smaller ones follow
   XLA's order) and only for the layouts whose order the NumPy implementation defines
-  (``sum_layout``'s "full" and "cols")."""
+  (``sum_layout``'s "full" and "cols"), or in the lanes order (``row_lanes``) at any
+  size from ``MIN_ELEMENTS``."""
   from pyjax._src.backends.cpu.eager import reductions as er
   d = x.dtype
   n = x.size
@@ -659,9 +690,10 @@ def _run_reduce(name, x, axes, out_aval):
     return None
   kind, R, C = lay
   float_sum = name == "reduce_sum" and d.kind == "f"
-  if float_sum and n <= er._ORDERED_MAX_SIZE:
+  lanes = float_sum and kind == "rows" and row_lanes(name, x.shape, axes, d)
+  if float_sum and n <= er._ORDERED_MAX_SIZE and not lanes:
     return None
-  if not ((kind == "cols" and C < COLS_MAX) or (kind == "full" and float_sum)):
+  if not ((kind == "cols" and C < COLS_MAX) or (kind == "full" and float_sum) or lanes):
     return None   # NumPy's SIMD loops are as fast
   fn = _cached_kernel(("reduce", name, d), lambda: _load_reduce(name, d))
   if fn is None:

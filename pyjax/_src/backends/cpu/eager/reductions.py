@@ -22,6 +22,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 
+from pyjax._src.backends.cpu.compiler.kernels.reductions import row_lanes
 from pyjax._src.backends.cpu.eager.registry import impls, register
 
 _half = {np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16)}
@@ -86,8 +87,9 @@ def _split_level(x, ident):
 
 def ordered_reduce(name, x, axes):
   """``reduce_sum``/``reduce_prod`` (``name``) of ``x`` over ``axes`` in XLA's CPU order at
-  every size (no pairwise shortcut for large operands): what jit's NumPy tier runs, so that
-  its bits equal the native tier's (``numpy_tier/native.py``)."""
+  every size (no pairwise shortcut for large operands; long rows of large operands in the
+  lanes order, ``row_lanes``): what jit's NumPy tier runs, so that its bits equal the
+  native tier's (``numpy_tier/native.py``)."""
   if name == "reduce_sum":
     if axes and all(x.shape[a] == 1 for a in axes):
       return np.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes)).copy()
@@ -98,9 +100,11 @@ def ordered_reduce(name, x, axes):
 def _arith_reduce(x, axes, ufunc, ident, ordered=False):
   """Sum/product in XLA's CPU order, rounding to the operand's type at every step (what
   ``ufunc.accumulate`` does), so floating-point results match XLA's bit for bit in the
-  common cases; integers wrap (any order gives the same).  See ``_xla_reduce``.  Large
-  float32/float64/complex reductions use NumPy's faster pairwise summation instead; half
-  types always follow XLA's order (their rounding makes the order visible)."""
+  common cases; integers wrap (any order gives the same).  See ``_xla_reduce``.  Float sums
+  of long rows in large operands follow the lanes order on every tier (``row_lanes``,
+  ``lanes_sum``).  Other large float32/float64/complex reductions use NumPy's faster
+  pairwise summation instead; half types always follow XLA's order (their rounding makes
+  the order visible)."""
   d = x.dtype
   if not axes:
     # XLA's reduction over no dimensions is the operand itself (no fold with the identity,
@@ -108,6 +112,10 @@ def _arith_reduce(x, axes, ufunc, ident, ordered=False):
     return np.array(x, copy=True)
   if d not in _INEXACT or x.size == 0:
     return ufunc.reduce(x, axis=axes, dtype=d)
+  if ufunc is np.add:
+    lanes = row_lanes("reduce_sum", x.shape, axes, d)
+    if lanes:
+      return lanes_sum(x, axes, lanes)
   if len(axes) == x.ndim and x.size <= _SPLIT:
     # small full reduction (the common eager case): one sequential fold in row-major order
     out = ufunc.accumulate(x if x.ndim == 1 else x.reshape(-1), dtype=d)[-1, ...]
@@ -142,6 +150,38 @@ def _arith_reduce(x, axes, ufunc, ident, ordered=False):
 
 
 _ZEROS = {d: np.zeros((), d) for d in _INEXACT}
+
+
+def lanes_sum(x, axes, lanes):
+  """The float32/float64 sum of ``x`` over its trailing ``axes`` in the lanes order
+  (``row_lanes`` says when it applies): lane j of ``lanes`` sums a row's elements j,
+  j + lanes, ... in order, then the lanes fold by halves; the bits of the native row
+  kernels' ``pj_lanes_*`` helpers.  NumPy's reduction over the middle axis of
+  (rows, steps, lanes), or the leading axis of the transposed (steps, lanes, rows) when
+  there are many rows (long contiguous adds), adds step after step, so each lane's sum is
+  sequential; a lane
+  starting from its first element rather than +0 differs only in the sign of a zero, which
+  the final ``+ 0`` settles as the native code's start from +0 does."""
+  kept = tuple(n for i, n in enumerate(x.shape) if i not in axes)
+  m = int(np.prod(kept, dtype=np.int64))
+  d = x.size // m
+  k = d // lanes
+  t = d - k * lanes
+  if m < lanes:   # few rows: (rows, steps, lanes)
+    r = np.reshape(x, (m, d))
+    acc = np.add.reduce(r[:, :k * lanes].reshape(m, k, lanes), axis=1)
+    if t:
+      acc[:, :t] += r[:, k * lanes:]
+    acc = acc.T
+  else:           # many rows: transposed, (steps, lanes, rows), long contiguous adds
+    r = np.ascontiguousarray(np.reshape(x, (m, d)).T)
+    acc = np.add.reduce(r[:k * lanes].reshape(k, lanes, m), axis=0)
+    if t:
+      acc[:t] += r[k * lanes:]
+  while acc.shape[0] > 1:
+    h = acc.shape[0] // 2
+    acc = acc[:h] + acc[h:]
+  return (acc[0] + _ZEROS[x.dtype]).reshape(kept)
 _LARGE_SUM = frozenset([np.dtype(np.float32), np.dtype(np.float64)])
 
 

@@ -14,7 +14,8 @@ in the compiler's caches (memory and disk).
 
 Float sums and products (``reduce_sum``/``reduce_prod``) follow XLA's order at every size
 (``eager/reductions.py``, ``ordered_reduce``; eager operands over 65,536 elements use NumPy's
-pairwise order, ~20x faster, which the native tier does not reproduce).  Float32/float64
+pairwise order, ~20x faster, which the native tier does not reproduce), except sums of
+long rows of large operands: the lanes order on every tier (``row_lanes``).  Float32/float64
 ``dot_general`` runs on SciPy's BLAS, single-threaded, as the native tier calls it
 (``_blas_dot``); ``conv_general_dilated`` runs the native tier's own kernel (``eqn_impl``).
 The reductions and dots need no C compiler but only matter when one exists.
