@@ -32,6 +32,13 @@ def _replace_nones(tree):
   return tree_util.tree_map(lambda x: _NONE_PROXY if x is None else x, tree, is_leaf=_is_none)
 
 
+def _out_axis_path(out_tree, i):
+  """The key path (``['broadcast']``, ``[1][0]``) of the ``i``-th output leaf (JAX's
+  error text for an output batched where out_axes says None)."""
+  dummy = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+  return tree_util.keystr(tree_util.tree_flatten_with_path(dummy)[0][i][0])
+
+
 def _flatten_axes(what, treedef, axis_tree):
   """One axis (int or None) per leaf of ``treedef`` from the prefix tree ``axis_tree``."""
   dummy = tree_util.tree_unflatten(treedef, [PytreeLeaf() for _ in range(treedef.num_leaves)])
@@ -251,8 +258,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
           if axis_name is not None:
             raise ValueError(f"vmap has mapped output (axis_name={axis_name}) but "
                              "out_axes is None")
-          raise ValueError(f"at vmap out_axes, got axis spec None but output was batched "
-                           f"on axis {d}")
+          raise ValueError(f"at vmap out_axes{_out_axis_path(out_tree, len(res))}"
+                           f", got axis spec None but output was batched on axis {d}")
         res.append(v)
         continue
       nd = len(core.get_aval(v).shape) + (1 if d is not_mapped else 0)

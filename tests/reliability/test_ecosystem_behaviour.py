@@ -813,7 +813,8 @@ def test_donated_buffer_viewed_by_another_output_keeps_its_values():
   np.testing.assert_array_equal(np.asarray(y), np.arange(8.0) * 2)
 
 
-# --- flax nnx: Variables (objects with __jax_array__) as operands; abstract-mesh shardings --
+# --- flax nnx: Variables (objects with __jax_array__) as operator operands (as JAX's
+# operators convert them); abstract-mesh shardings -----------------------------------------
 class _Boxed:
   def __init__(self, value):
     self.value = value
@@ -840,3 +841,29 @@ def test_with_sharding_constraint_on_the_abstract_context_mesh():
     am = pyjax.sharding.get_abstract_mesh()
     y = pyjax.lax.with_sharding_constraint(jnp.ones((2, 3)), NamedSharding(am, P("a", "b")))
   np.testing.assert_array_equal(np.asarray(y), np.ones((2, 3), np.float32))
+
+
+def test_jax_array_objects_in_promoted_binary_ops_under_vmap():
+  jax = _jax()
+  b = np.arange(15, dtype=np.float32).reshape(5, 3)
+  def run(mod, vmap):
+    return vmap(lambda b: (mod.ones(3) + _Boxed(b)) * (2.0 - mod.ones(3) * _Boxed(b)))(
+        mod.asarray(b))
+  np.testing.assert_array_equal(np.asarray(run(jnp, pyjax.vmap)),
+                                np.asarray(run(jax.numpy, jax.vmap)))
+  with pytest.raises(TypeError):   # (no operator of _Boxed: NotImplemented both ways)
+    jnp.ones(3) + object()
+
+
+@pytest.mark.parametrize("fn, out_axes", [
+    (lambda x: {"broadcast": x, "a": x}, {"broadcast": None, "a": 0}),
+    (lambda x: (x, (x, x)), (0, None)),
+    (lambda x: [x * 0, {"q": x}], None),
+    (lambda x: x, None)])
+def test_vmap_out_axes_none_error_names_the_output(fn, out_axes):
+  jax = _jax()
+  with pytest.raises(ValueError) as want:
+    jax.vmap(fn, out_axes=out_axes)(jax.numpy.ones(3))
+  with pytest.raises(ValueError) as got:
+    pyjax.vmap(fn, out_axes=out_axes)(jnp.ones(3))
+  assert str(got.value) == str(want.value)

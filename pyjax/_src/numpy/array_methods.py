@@ -34,27 +34,37 @@ def _defer(name, swap=False):
   return op
 
 
+_scalar_types = dtypes.python_scalar_types
+
+
+def _operand(other):
+  """The other operand of an operator: as it is when it is an array or a scalar, its
+  array when it stands for one (``__jax_array__``: an nnx Variable, as JAX's operators
+  convert it), else NotImplemented (Python then tries the other operand's method)."""
+  t = type(other)
+  if (t is ArrayImpl or t in _scalar_types
+      or isinstance(other, (core.Tracer, ArrayImpl, np.ndarray, np.generic))
+      or isinstance(other, (int, float, complex))):   # (ArrayImpl: a sharded one stays so)
+    return other
+  if hasattr(other, "__jax_array__"):
+    return other.__jax_array__()
+  return NotImplemented
+
+
 def _binop(fn, swap=False):
   if swap:
     def op(self, other):
-      if not _accepts(other):
+      other = _operand(other)
+      if other is NotImplemented:
         return NotImplemented
       return fn(other, self)
   else:
     def op(self, other):
-      if not _accepts(other):
+      other = _operand(other)
+      if other is NotImplemented:
         return NotImplemented
       return fn(self, other)
   return op
-
-
-_scalar_types = dtypes.python_scalar_types
-
-
-def _accepts(other):
-  t = type(other)
-  return (t is ArrayImpl or t in _scalar_types or isinstance(other, (core.Tracer, np.ndarray, np.generic))
-          or isinstance(other, (int, float, complex)) or hasattr(other, "__jax_array__"))
 
 
 _binary_ops = {
@@ -112,13 +122,15 @@ def _at(self):
 
 
 def _matmul(self, other):
-  if not _accepts(other):
+  other = _operand(other)
+  if other is NotImplemented:
     return NotImplemented
   return _np_mod().matmul(self, other)
 
 
 def _rmatmul(self, other):
-  if not _accepts(other):
+  other = _operand(other)
+  if other is NotImplemented:
     return NotImplemented
   return _np_mod().matmul(other, self)
 
