@@ -259,3 +259,26 @@ def test_invalid_operation_nan_bits_same_on_every_tier_and_as_jax():
   jax = pytest.importorskip("jax")
   jf, jargs = _nan_cases(jax)
   assert _bits32(jf(*jargs)) == got["eager"]
+
+
+def test_floating_point_warnings_stay_silenced_after_an_import_inside_catch_warnings():
+  """XLA never warns on overflow or invalid values; pyjax's NumPy implementations silence
+  NumPy's warnings by a filter installed at import.  Imported inside a
+  ``warnings.catch_warnings`` block (pytest collects and configures inside one), the
+  filter went when the block closed, and eager and jitted operations warned ever after
+  ("overflow encountered in exp", "invalid value encountered in divide")."""
+  import subprocess
+  import sys
+  code = (
+      "import warnings\n"
+      "with warnings.catch_warnings():\n"
+      "  import pyjax, pyjax.numpy as jnp\n"
+      "with warnings.catch_warnings(record=True) as w:\n"
+      "  x = jnp.array([1000.0, 0.0, -1.0])\n"
+      "  jnp.exp(x); x / 0.0; jnp.log(x)\n"
+      "  pyjax.jit(lambda x: jnp.exp(x) * x / 0.0)(x).block_until_ready()\n"
+      "print(sorted({str(m.message) for m in w if m.category is RuntimeWarning}))\n")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env={**__import__("os").environ, "PYJAX_COMPILE": "off"})
+  assert out.returncode == 0, out.stderr
+  assert out.stdout.strip() == "[]"

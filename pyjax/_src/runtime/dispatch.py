@@ -14,6 +14,8 @@ the per-op fast path is unchanged.  ``jax_cpu_enable_async_dispatch=False`` turn
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from pyjax._src import config as _config
@@ -168,6 +170,8 @@ def _finish(prim, name, out_aval, bufs, params, device, committed):
   if impl is None:
     raise NotImplementedError(f"The {backend.platform} backend has no eager implementation "
                               f"of {name}")
+  if warnings.filters is not _filters_seen[0]:
+    keep_quiet_filters()
   if name in _ASYNC_EAGER:
     res = _maybe_async(prim, impl, out_aval, bufs, params, device, committed)
     if res is not None:
@@ -278,6 +282,36 @@ def is_fp_warning(w):
   then run the computation again under ``np.errstate`` (the implementations are pure), so
   the caller never sees a warning XLA would not give."""
   return "encountered in" in str(w)
+
+
+_quiet = []                 # [category, module regex, the filter entry] per quiet_warnings call
+_filters_seen = [None]      # the warnings.filters list last checked to hold them
+
+
+def quiet_warnings(category, module):
+  """Ignore ``category`` warnings issued from the modules matching ``module`` (a backend's
+  NumPy implementations: NumPy warns on overflow and invalid values, XLA never does), and
+  keep ignoring them: a ``warnings.catch_warnings`` block open when the backend was
+  imported (pytest collects and configures inside one) drops the filter when it closes,
+  and ``keep_quiet_filters`` puts it back (after any filter the program added itself)."""
+  warnings.filterwarnings("ignore", category=category, module=module)
+  _quiet.append([category, module, warnings.filters[0]])
+  _filters_seen[0] = warnings.filters
+
+
+def keep_quiet_filters():
+  """Re-add the ``quiet_warnings`` filters missing from the current ``warnings.filters``
+  (eager operations and compilations call it; when that list is the one last checked,
+  one identity test)."""
+  fl = warnings.filters
+  if fl is _filters_seen[0]:
+    return
+  for q in _quiet:
+    if not any(f is q[2] for f in fl):
+      warnings.filterwarnings("ignore", category=q[0], module=q[1], append=True)
+      q[2] = next(f for f in reversed(warnings.filters)
+                  if f[0] == "ignore" and f[2] is q[0])
+  _filters_seen[0] = warnings.filters
 
 
 def run_quietly(fn, *args, **kwargs):

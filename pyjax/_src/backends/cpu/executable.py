@@ -695,6 +695,7 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
   inputs and the outputs that may take their buffers (``CpuExecutable.call_donating``)."""
   if _dbg.level() >= 2:
     _dbg.log(2, f"pyjax: jaxpr of jit({name}):\n{closed_jaxpr}")
+  _dispatch.keep_quiet_filters()   # NumPy's floating-point warnings stay silenced
   with _profiler.span(f"numpy plan {name}", "compile"):
     fn, src = _numpy_plan(closed_jaxpr, name)
   exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)

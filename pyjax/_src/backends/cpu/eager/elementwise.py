@@ -14,13 +14,12 @@ NumPy's floating-point warnings are silenced for this package by a filter instal
 """
 from __future__ import annotations
 
-import warnings
-
 import ml_dtypes
 import numpy as np
 import scipy.special as sp
 
 from pyjax._src.backends.cpu.eager.registry import impls, register
+from pyjax._src.runtime import dispatch as _dispatch
 
 _bf16 = np.dtype(ml_dtypes.bfloat16)
 _half = {_bf16, np.dtype(np.float16)}
@@ -848,7 +847,7 @@ def _clamp(lo, x, hi):
 
 # The hot binary ops above are NumPy ufuncs registered bare (no Python wrapper), so their
 # floating-point warnings are raised from the dispatcher's frame: silence those too.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pyjax\._src\.runtime\.dispatch")
+_dispatch.quiet_warnings(RuntimeWarning, r"pyjax\._src\.runtime\.dispatch")
 
 
 # --- mulhi --------------------------------------------------------------------------------

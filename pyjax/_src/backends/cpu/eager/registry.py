@@ -4,13 +4,14 @@ Each function takes NumPy arrays (already of the operands' canonical dtypes) and
 primitive's params, and returns NumPy arrays; the dispatcher casts the result to the
 output aval's dtype, so an implementation may compute half types in float32.
 """
-import warnings
+from pyjax._src.runtime import dispatch as _dispatch
 
 impls = {}
 
 # NumPy warns on overflow, division by zero and invalid values; XLA silently produces
-# inf/nan.  Silence those warnings for every module of the CPU backend.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pyjax\._src\.backends\..*")
+# inf/nan.  Silence those warnings for every module of the CPU backend (also once a
+# warnings.catch_warnings block that was open at this import has closed).
+_dispatch.quiet_warnings(RuntimeWarning, r"pyjax\._src\.backends\..*")
 
 
 def register(name):
