@@ -867,3 +867,28 @@ def test_vmap_out_axes_none_error_names_the_output(fn, out_axes):
   with pytest.raises(ValueError) as got:
     pyjax.vmap(fn, out_axes=out_axes)(jnp.ones(3))
   assert str(got.value) == str(want.value)
+
+
+def test_pytree_objects_with_jax_array_in_jnp_functions():
+  # (JAX's jitted jnp functions flatten a pytree that stands for an array -- an nnx
+  # Variable -- to its array; pyjax's convert it where its operands are converted)
+  jax = _jax()
+
+  def run(mod, tu, vmap):
+    class Var:
+      def __init__(self, v):
+        self.v = v
+
+      def __jax_array__(self):
+        return self.v
+    tu.register_pytree_node(Var, lambda s: ((s.v,), None), lambda _, c: Var(*c))
+    w = mod.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    b = mod.asarray(np.arange(3, dtype=np.float32))
+    x = mod.ones((1, 2))
+    return (mod.dot(x, Var(w)), mod.add(Var(b), 1.0),
+            vmap(lambda r: mod.dot(r, Var(w)) + Var(b))(mod.ones((4, 2))))
+  got = run(jnp, pyjax.tree_util, pyjax.vmap)
+  want = run(jax.numpy, jax.tree_util, jax.vmap)
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    assert g.dtype == w.dtype and g.weak_type == w.weak_type

@@ -423,6 +423,8 @@ def _convert_element_type(operand, new_dtype=None, weak_type=False):
   new_dtype = dtypes.canonicalize_dtype(new_dtype)
   if new_dtype == aval.dtype and weak_type == aval.weak_type and type(operand) not in dtypes.python_scalar_types \
       and not isinstance(operand, (np.ndarray, np.generic)):
+    if not isinstance(operand, (Array, core.Tracer)) and hasattr(operand, "__jax_array__"):
+      return operand.__jax_array__()   # (an object standing for an array: its array)
     return operand
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type),
                                      sharding=None)

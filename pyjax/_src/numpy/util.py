@@ -58,8 +58,17 @@ def _cast(x, aval, to_dtype, weak, position=0):
   if t in _scalar_types or isinstance(x, (np.ndarray, np.generic)):
     return constant(x, to_dtype, weak, position)
   if aval.dtype == to_dtype and aval.weak_type == weak:
-    return x
+    return _unwrap(x)
   return lax_e._convert_element_type(x, to_dtype, weak)
+
+
+def _unwrap(x):
+  """An object standing for an array (``__jax_array__``: an nnx Variable) as its array;
+  Arrays and tracers as they are."""
+  if type(x) is ArrayImpl or isinstance(x, (core.Tracer, Array)) or not hasattr(
+      x, "__jax_array__"):
+    return x
+  return x.__jax_array__()
 
 
 _arg_names = ("x", "y")
@@ -230,6 +239,8 @@ def asarray_weak(x):
   t = type(x)
   if t is ArrayImpl or isinstance(x, core.Tracer):
     return x
+  if hasattr(x, "__jax_array__") and not isinstance(x, Array):
+    return x.__jax_array__()
   aval = core.get_aval(x)
   return constant(x, aval.dtype, aval.weak_type)
 
