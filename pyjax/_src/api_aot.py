@@ -120,7 +120,10 @@ class Lowered:
     return self._traced.jaxpr
 
   def cost_analysis(self):
-    return None
+    """Operation counts of the staged program (``pyjax._src.cost_analysis``: counted from
+    the jaxpr, not XLA's after-fusion numbers)."""
+    from pyjax._src.cost_analysis import cost_analysis
+    return cost_analysis(self._traced.jaxpr)
 
   def compile(self, compiler_options=None):
     """``Compiled``: the executable for the lowered argument types.  ``compiler_options``
@@ -171,7 +174,8 @@ class Compiled:
     return self._exe.as_text()
 
   def cost_analysis(self):
-    return None
+    """As ``Lowered.cost_analysis``: counted from the program pyjax compiled."""
+    return self._lowered.cost_analysis()
 
   def memory_analysis(self):
     return None

@@ -892,3 +892,18 @@ def test_pytree_objects_with_jax_array_in_jnp_functions():
   for g, w in zip(got, want):
     np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     assert g.dtype == w.dtype and g.weak_type == w.weak_type
+
+
+# --- flax nnx test_jit_wrapped: Compiled.cost_analysis() -------------------------------
+def test_cost_analysis_counts_like_xla():
+  jax = _jax()
+  progs = [(lambda m: lambda x, y: (x * 2 + m.sin(y)).sum(), [(8,), (8,)]),
+           (lambda m: lambda a, b: a @ b, [(4, 5), (5, 6)]),
+           (lambda m: lambda x: m.exp(x).max(axis=1), [(3, 4)])]
+  for make, shapes in progs:
+    got = pyjax.jit(make(jnp)).lower(*[jnp.ones(s) for s in shapes]).compile().cost_analysis()
+    want = jax.jit(make(jax.numpy)).lower(
+        *[jax.numpy.ones(s) for s in shapes]).compile().cost_analysis()
+    assert got["flops"] == want["flops"]
+    assert got.get("transcendentals") == want.get("transcendentals")
+    assert got["bytes accessed"] == want["bytes accessed"]
