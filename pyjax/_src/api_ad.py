@@ -1158,17 +1158,13 @@ def _bwd_flat(user_bwd, static, res_tree, out_tree, in_tree, in_avals, bwd_name,
   out = tuple(out)
   # None stands for a zero cotangent of a whole argument subtree (also of a subtree that
   # is itself None, which has no leaves): the bwd output is matched as a prefix of the
-  # arguments' structure, None being a leaf of it.
+  # arguments' structure, None being a leaf of it; as in JAX, any other leaf standing for
+  # a subtree is the cotangent of each of its leaves (an nnx Variable's raw array).
   expanded = []
   dummy = tuple(tree_util.tree_unflatten(args_tree, [_CT_SLOT] * args_tree.num_leaves))
 
   def expand(c, d):
-    if c is None:
-      expanded.extend([None] * len(tree_util.tree_leaves(d)))
-    elif d is not _CT_SLOT:
-      raise ValueError
-    else:
-      expanded.append(c)
+    expanded.extend([c] * (1 if d is _CT_SLOT else len(tree_util.tree_leaves(d))))
   try:
     if len(out) != len(dummy):
       raise ValueError

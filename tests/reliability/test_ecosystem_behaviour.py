@@ -907,3 +907,26 @@ def test_cost_analysis_counts_like_xla():
     assert got["flops"] == want["flops"]
     assert got.get("transcendentals") == want.get("transcendentals")
     assert got["bytes accessed"] == want["bytes accessed"]
+
+
+# --- flax nnx custom_vjp: a bwd leaf may stand for a whole argument subtree (JAX) ------
+def test_custom_vjp_bwd_leaf_for_a_subtree():
+  jax = _jax()
+
+  def run(api, mod):
+    @api.custom_vjp
+    def f(p):
+      return p["a"] * p["b"]
+
+    def fwd(p):
+      return f(p), p
+
+    def bwd(p, g):
+      return (g * 2.0,)   # one array standing for both leaves of p
+
+    f.defvjp(fwd, bwd)
+    return api.grad(f)({"a": mod.asarray(3.0), "b": mod.asarray(4.0)})
+  got, want = run(pyjax, jnp), run(jax, jax.numpy)
+  assert sorted(got) == sorted(want)
+  for k in want:
+    np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
