@@ -286,6 +286,9 @@ def reshard(xs, out_shardings):
     if not isinstance(s, (_sh.NamedSharding, SingleDeviceSharding)):
       raise TypeError(f"reshard out_shardings leaves must be NamedSharding or PartitionSpec, "
                       f"got {s!r}")
+    if isinstance(s, _sh.NamedSharding):
+      from pyjax._src.lax.sharding import _on_context_mesh
+      s = _on_context_mesh(s)   # (over the context's AbstractMesh: on its mesh)
     if isinstance(x, core.Tracer):
       from pyjax._src.lax.sharding import sharding_constraint_p, _EMPTY_MESH
       outs.append(sharding_constraint_p.bind(x, sharding=s, layout=None,

@@ -191,3 +191,19 @@ def test_is_equivalent_to_on_sharded_specs():
   assert not a.is_equivalent_to(NamedSharding(m, P("x")), 2)
   assert not a.is_equivalent_to(NamedSharding(m, P("y", "x")), 2)
   assert not NamedSharding(m, P(("x", "y"))).is_equivalent_to(NamedSharding(m, P("x")), 1)
+
+
+@needs8
+def test_asarray_with_dtype_and_reshard_on_abstract_mesh_keep_sharding_types():
+  # (JAX 0.10: float32[4@X,2] for both; flax nnx layers under an Explicit mesh)
+  from pyjax.sharding import reshard
+  mesh = pyjax.make_mesh((4, 2), ("X", "Y"), axis_types=(AxisType.Explicit,) * 2)
+  with pyjax.set_mesh(mesh):
+    x = reshard(jnp.arange(8).reshape(4, 2), P("X", None))
+    assert str(pyjax.typeof(jnp.asarray(x, jnp.float32))) == "float32[4@X,2]"
+    assert str(pyjax.typeof(jnp.array(x))) == "int32[4@X,2]"
+    am = pyjax.sharding.get_abstract_mesh()
+    y = reshard(jnp.ones((4, 2)), NamedSharding(am, P("X", None)))
+    assert str(pyjax.typeof(y)) == "float32[4@X,2]"
+    np.testing.assert_array_equal(np.asarray(jnp.asarray(x, jnp.float32)),
+                                  np.arange(8.0).reshape(4, 2))

@@ -100,6 +100,8 @@ def _array(obj, d):
   if isinstance(obj, core.Tracer):
     return lax_e._convert_element_type(obj, d if d is not None else obj.dtype,
                                        obj.weak_type if d is None else False)
+  if isinstance(obj, ArrayImpl):   # a sharded Array: the result keeps its sharding
+    return obj.copy() if d is None else lax_e._convert_element_type(obj, d, False)
   if t in _scalar_types:
     return _from_python_scalar(obj, d)
   if getattr(getattr(obj, "dtype", None), "_pyjax_extended", False):
