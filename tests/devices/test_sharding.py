@@ -207,3 +207,15 @@ def test_asarray_with_dtype_and_reshard_on_abstract_mesh_keep_sharding_types():
     assert str(pyjax.typeof(y)) == "float32[4@X,2]"
     np.testing.assert_array_equal(np.asarray(jnp.asarray(x, jnp.float32)),
                                   np.arange(8.0).reshape(4, 2))
+
+
+@needs8
+def test_zeros_like_of_a_sharded_array_takes_its_sharding():
+  # (JAX 0.10's full_like: optax's adam state of sharded params is sharded alike)
+  m = pyjax.make_mesh((4, 2), ("row", "col"))
+  s = NamedSharding(m, P("row", "col"))
+  w = pyjax.device_put(jnp.ones((8, 2)), s)
+  for out in (jnp.zeros_like(w), jnp.ones_like(w, dtype=jnp.int32), jnp.full_like(w, 3.0)):
+    assert out.sharding == s
+  np.testing.assert_array_equal(np.asarray(jnp.full_like(w, 3.0)), np.full((8, 2), 3.0))
+  assert jnp.zeros_like(w, shape=(3,)).shape == (3,)

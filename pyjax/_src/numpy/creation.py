@@ -227,9 +227,15 @@ def _like_checks(name, a, dtype, shape):
 
 def _full_like(name, a, fill_value, dtype, shape, device, out_sharding=None):
   sharding = choose_device_or_out_sharding(device, out_sharding, f"jnp.{name}")
+  same_shape = shape is None
   shape, d, weak = _like_checks(name, a, dtype, shape)
-  return lay_out(_device_put(_full(shape, fill_value, d, weak), device), sharding,
-                 f"jnp.{name}")
+  out = lay_out(_device_put(_full(shape, fill_value, d, weak), device), sharding,
+                f"jnp.{name}")
+  if same_shape and sharding is None and type(a) is not ArrayImpl and isinstance(a, ArrayImpl):
+    # a sharded Array: the result takes its sharding, as JAX's full_like
+    from pyjax._src.jit_sharding import _lay_out
+    out = _lay_out(out, a.sharding)
+  return out
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
