@@ -930,3 +930,15 @@ def test_custom_vjp_bwd_leaf_for_a_subtree():
   assert sorted(got) == sorted(want)
   for k in want:
     np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
+
+
+def test_isclose_and_allclose_of_key_arrays():
+  jax = _jax()
+  for api, mod in ((pyjax, jnp), (jax, jax.numpy)):
+    k = api.random.key(0)
+    ks = api.random.split(k, 2)
+    got = (bool(mod.allclose(k, k)), bool(mod.allclose(k, api.random.key(1))),
+           np.asarray(mod.isclose(ks, ks[:1])).tolist())
+    if api is pyjax:
+      mine = got
+  assert mine == got

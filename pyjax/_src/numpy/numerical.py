@@ -247,7 +247,10 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 # --- comparisons ------------------------------------------------------------------------------
 @_library_function(jit=('isclose', ('equal_nan',)))
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-  """|a - b| <= atol + rtol |b| elementwise (infinities equal only to themselves)."""
+  """|a - b| <= atol + rtol |b| elementwise (infinities equal only to themselves); typed
+  PRNG key arrays compare for equality, as in JAX."""
+  if any(getattr(getattr(v, "dtype", None), "_pyjax_extended", False) for v in (a, b)):
+    return _uf.equal(a, b)
   a, b = promote_args("isclose", a, b)
   a, b = promote_args_inexact("isclose", a, b)
   dtype = a.dtype
