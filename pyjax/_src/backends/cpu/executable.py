@@ -291,6 +291,15 @@ class CpuExecutable:
       return self.native.as_text()
     return self.source
 
+  def kernel_times(self):
+    """With ``PYJAX_KERNEL_TIMES=1`` set when the program was compiled: one dict per native
+    kernel (``function``, ``index``, ``kernel`` -- a description --, ``calls``, ``total_s``),
+    summed over every call so far (``compiler/kernel_times.py``); [] otherwise or on the
+    NumPy tier."""
+    if self._job is not None or compile_mode() == "sync":
+      self.wait()
+    return self.native.kernel_times() if self.native is not None else []
+
   def __repr__(self):
     return f"CpuExecutable({self.name}, {self.tier})"
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from pyjax._src.backends.cpu.compiler import codegen_c
+from pyjax._src.backends.cpu.compiler import kernel_times
 from pyjax._src.backends.cpu.compiler.kernels import dot as dot_mod
 from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
 from pyjax._src.backends.cpu.compiler import opaque
@@ -112,23 +113,28 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
   fname = fname or f"pyjax_run_{s}"
   slots = seg.slots()
   root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
-  body = []
+  bodies = []   # the statements of each group
   for g in seg.groups:
     if g.kind == "loop":
       kname, params = kernels[g]
       args = [f"(void *)({slots[rv]})" for rv in params]
-      body.append(f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}")
+      bodies.append([f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}"])
     elif g in kernels:   # an opaque native kernel (opaque.py); literal operands: NULL
       kname, _ = kernels[g]
       args = ["(void *)0" if type(v) is not Value else f"(void *)({slots[root(v)]})"
               for v in list(g.node.ins) + list(g.node.outs)]
-      body.append(f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}")
+      bodies.append([f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}"])
     else:
       lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], elementwise_c.storage_type)
-      body.extend("  " + ln for ln in lines)
+      bodies.append(["  " + ln for ln in lines])
   has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" and g not in kernels
                 for g in seg.groups)
   out = []
+  if kernel_times.enabled():   # PYJAX_KERNEL_TIMES: every group timed
+    pre, body = kernel_times.instrument(fname, seg.groups, bodies)
+    out.extend(pre)
+  else:
+    body = [ln for lines in bodies for ln in lines]
   out.append(f"{'static ' if static else ''}void {fname}(void **B, char *A) {{")
   out.append("  (void)B; (void)A;")
   if has_dot:

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from pyjax._src.backends.cpu import debug
-from pyjax._src.backends.cpu.compiler import cmodule, fusion
+from pyjax._src.backends.cpu.compiler import cmodule, fusion, kernel_times
 from pyjax._src.backends.cpu.compiler.native import build
 from pyjax._src.backends.cpu.compiler.native import cache
 from pyjax._src.backends.cpu.compiler.kernels import control_flow_host
@@ -52,6 +52,7 @@ class NativeProgram:
     self.toolchain = toolchain
     self.host_source = None
     self.fn = None
+    self.lib = None          # the loaded library (segments only)
     self.stats = {}
     self.whole = None        # a control_flow_c.LoopUnit when the whole program runs in one C call
     # donated inputs whose buffer an output reuses: {input index: the output's index among
@@ -89,6 +90,8 @@ class NativeProgram:
     t0 = time.perf_counter()
     if self.whole is not None:   # one native call: the whole program, loops included
       self.fn = self.whole.build(self.toolchain, self.stats)
+      if "pyjax_kernel_report" in self.whole.source:
+        kernel_times.track(self.name, self)
       self.host_source = ("# host program: none -- one native call runs the whole program "
                           f"({self.whole.n_loops} loop(s), {self.whole.n_conds} cond(s) in C)\n")
       self.stats["compile_s"] = time.perf_counter() - t0
@@ -100,7 +103,7 @@ class NativeProgram:
       self.stats["total_s"] = time.perf_counter() - t0
       self.stats.setdefault("cache", "none")
       return self.fn
-    lib = cache.get_library(self.source, self.toolchain, self.stats)
+    lib = self.lib = cache.get_library(self.source, self.toolchain, self.stats)
     t1 = time.perf_counter()
     seg_fns = [make_entry(lib, seg.index, [v.dtype for v in seg.inputs],
                           [(tuple(v.shape), v.dtype) for v in seg.outputs],
@@ -109,7 +112,15 @@ class NativeProgram:
     self.fn, self.host_source = _host_function(self, seg_fns)
     self.stats["compile_s"] = t1 - t0
     self.stats["total_s"] = time.perf_counter() - t0
+    if "pyjax_kernel_report" in self.source:
+      kernel_times.track(self.name, self)
     return self.fn
+
+  def kernel_times(self):
+    """Per-kernel call counts and times of a program built with ``PYJAX_KERNEL_TIMES=1``
+    (``kernel_times.read``); [] otherwise."""
+    lib = self.whole.lib if self.whole is not None else self.lib
+    return kernel_times.read(lib) if lib is not None else []
 
   def _split_source(self):
     """(the shared prelude every translation unit starts with, this program's kernels and

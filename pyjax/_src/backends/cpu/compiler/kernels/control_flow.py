@@ -474,11 +474,12 @@ class LoopUnit:
     self.n_conds = n_conds
     self.donation = {}       # {donated input i: output j that may take its buffer}
     self.fn = None
+    self.lib = None          # the loaded library
 
   def build(self, toolchain, stats=None):
     from pyjax._src.backends.cpu.compiler.native import cache
     from pyjax._src.backends.cpu.compiler import driver
-    lib = cache.get_library(self.source, toolchain, stats)
+    lib = self.lib = cache.get_library(self.source, toolchain, stats)
     self.fn = driver.make_entry(lib, 0, [d for _, d in self.in_specs], self.out_specs,
                                 self.consts, toolchain)
     return self.fn
