@@ -942,3 +942,19 @@ def test_isclose_and_allclose_of_key_arrays():
     if api is pyjax:
       mine = got
   assert mine == got
+
+
+def test_user_primitive_jvp_passes_a_python_float_tangent_through():
+  # (equinox's nondifferentiable_backward: JAX keeps what a user rule returns)
+  jax = _jax()
+
+  def run(api, name):
+    extend = importlib.import_module(f"{name}.extend.core")
+    ad = importlib.import_module(f"{name}.interpreters.ad")
+    p = extend.Primitive("ident_ecosys")
+    p.def_impl(lambda x: x)
+    p.def_abstract_eval(lambda x: x)
+    ad.primitive_jvps[p] = lambda primals, tangents: (p.bind(*primals), tangents[0])
+    return api.jvp(p.bind, (1.0,), (1.0,))[1]
+  got, want = run(pyjax, "pyjax"), run(jax, "jax")
+  assert type(got) is type(want) is float and got == want

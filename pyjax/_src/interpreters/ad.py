@@ -447,8 +447,8 @@ class JVPInterpreter(core.Interpreter):
       with core.set_interpreter(self.rule_interp):   # (tuples, as JAX passes them)
         out_p, out_t = rule(tuple(primals), tuple(tangents), **params)
     if prim.multiple_results:
-      return [self.new_tracer(p, _array_tangent(t)) for p, t in zip(out_p, out_t)]
-    return self.new_tracer(out_p, _array_tangent(out_t))
+      return [self.new_tracer(p, _array_tangent(t, prim)) for p, t in zip(out_p, out_t)]
+    return self.new_tracer(out_p, _array_tangent(out_t, prim))
 
   def new_tracer(self, primal, tangent):
     aval = core.get_aval(primal)
@@ -462,12 +462,16 @@ class JVPInterpreter(core.Interpreter):
     return JVPTracer(self, primal, tangent)
 
 
-def _array_tangent(t):
-  """A primitive's tangent output that a rule passed through from a Python-scalar input
-  tangent (``x + 1``'s) as an Array: every primitive output is an Array in JAX."""
+def _array_tangent(t, prim):
+  """The tangent output of one of pyjax's own primitives that its rule passed through from
+  a Python-scalar input tangent (``x + 1``'s) as an Array: JAX's jnp functions are jitted,
+  so their tangents leave as Arrays.  A user primitive's rule (equinox's) keeps what it
+  returns, as in JAX."""
   if type(t) in dtypes.python_scalar_types:
-    aval = core.get_aval(t)
-    return core.ArrayImpl(np.asarray(t, aval.dtype), aval, None, False)
+    rule = primitive_jvps.get(prim) or interpreter_jvps.get(prim)
+    if getattr(rule, "__module__", "").startswith("pyjax."):
+      aval = core.get_aval(t)
+      return core.ArrayImpl(np.asarray(t, aval.dtype), aval, None, False)
   return t
 
 
