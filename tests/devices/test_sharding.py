@@ -219,3 +219,17 @@ def test_zeros_like_of_a_sharded_array_takes_its_sharding():
     assert out.sharding == s
   np.testing.assert_array_equal(np.asarray(jnp.full_like(w, 3.0)), np.full((8, 2), 3.0))
   assert jnp.zeros_like(w, shape=(3,)).shape == (3,)
+
+
+@needs8
+def test_with_sharding_constraint_takes_a_format():
+  # (JAX 0.10: the Format's sharding lays the value out; a layout without a sharding is
+  # its ValueError)
+  from pyjax.experimental.layout import Format, Layout
+  m = pyjax.make_mesh((4, 2), ("a", "b"), axis_types=(AxisType.Auto,) * 2)
+  ns = NamedSharding(m, P("a", "b"))
+  y = pyjax.lax.with_sharding_constraint(jnp.ones((4, 4)),
+                                         Format(Layout(major_to_minor=(1, 0)), ns))
+  assert y.sharding == ns
+  with pytest.raises(ValueError, match="Sharding has to be concrete when layout"):
+    pyjax.lax.with_sharding_constraint(jnp.ones((4, 4)), Format(Layout(major_to_minor=(1, 0))))

@@ -96,6 +96,13 @@ def with_sharding_constraint(x, shardings):
                      f"({len(errs)} found):\n  " + "\n  ".join(errs)) from None
   outs = []
   for leaf, s in zip(leaves, specs):
+    if type(s).__name__ == "Format":   # a layout with a sharding: the sharding lays it out
+      if s.layout is not None and s.sharding is None:
+        raise ValueError(f"Sharding has to be concrete when layout is of type "
+                         f"{type(s.layout)}. Please pass a `jax.sharding.NamedSharding` or "
+                         "`jax.sharding.SingleDeviceSharding` to the sharding argument. Got "
+                         "sharding None")
+      s = s.sharding
     if s is None:
       raise ValueError("One of with_sharding_constraint arguments got sharding None which is "
                        "not allowed. Please only pass `jax.sharding.Sharding` instances.")
