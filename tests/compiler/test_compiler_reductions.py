@@ -125,7 +125,7 @@ _LANES_CASES = [((64, 65), (1,), True), ((64, 64), (1,), False), ((4, 1024), (1,
                 ((4, 1023), (1,), False), ((33, 129), (1,), True), ((7, 1000), (1,), True),
                 ((2, 4097), (1,), True), ((3, 5, 40, 30), (2, 3), True),
                 ((10, 1, 500, 1), (2, 3), True), ((1, 8192), (1,), False),
-                ((40, 30, 5), (1,), False)]
+                ((40, 30, 5), (1,), False), ((2,) * 12, tuple(range(3, 12)), True)]
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
@@ -170,6 +170,18 @@ def test_lanes_order_rows(dt):
     if is_lanes:
       same_bits(g[0], _lanes_reference(x, axes, lanes), (shape, "definition"))
       same_bits(g[1], _lanes_reference(x * x, axes, lanes), (shape, "definition sq"))
+  # a sum in the lanes order and a product in XLA's, over 9 dimensions, in one kernel
+  x9 = (1 + rng.standard_normal((2,) * 12) / 16).astype(dt)
+  a9 = tuple(range(3, 12))
+  prev = _with_x64(dt)
+  try:
+    g = native(lambda x: (x.sum(axis=a9), lax.reduce_prod(x, a9)), x9)[0]
+    w = numpy_path(lambda x: (x.sum(axis=a9), lax.reduce_prod(x, a9)), x9)
+  finally:
+    pyjax.config.update("jax_enable_x64", prev)
+  same_bits(g[0], w[0], "9-d sum")
+  same_bits(g[1], w[1], "9-d product")
+  same_bits(g[0], _lanes_reference(x9, a9, lanes), "9-d sum, definition")
   jax = pytest.importorskip("jax")
   x = xs[6]
   np.testing.assert_allclose(np.asarray(got[6][0]), np.asarray(jax.jit(lambda x: x.sum(axis=1))(x)),

@@ -690,11 +690,16 @@ class KernelGen:
     loops = []
     if ordered:
       inner = [k for k in red if self.shape[k] != 1]
-      if 0 < len(inner) <= 8 or (inner and all(self._lanes(m) for m in ordered)):
+      if 0 < len(inner) <= 8:
         loops.append(("tree", ordered))
-      else:
-        loops.append(("xla", ordered + rest))
-        rest = []
+      else:   # the lanes order's sums (any number of dimensions) apart from XLA's loops
+        lanes = [m for m in ordered if self._lanes(m)]
+        if lanes:
+          loops.append(("tree", lanes))
+        xla = [m for m in ordered if m not in lanes]
+        if xla:
+          loops.append(("xla", xla + rest))
+          rest = []
     if args:
       loops.append(("seq", args + rest))
       rest = []
