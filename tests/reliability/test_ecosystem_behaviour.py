@@ -958,3 +958,39 @@ def test_user_primitive_jvp_passes_a_python_float_tangent_through():
     return api.jvp(p.bind, (1.0,), (1.0,))[1]
   got, want = run(pyjax, "pyjax"), run(jax, "jax")
   assert type(got) is type(want) is float and got == want
+
+
+def test_symbolic_zero_is_a_pytree_without_leaves_through_vmap():
+  # (equinox's vprim jvp vmaps a rule over Zero tangents: lineax test_grad_vmap_symbolic_cotangent)
+  jax = _jax()
+
+  def run(api, name):
+    ad = importlib.import_module(f"{name}.interpreters.ad")
+    z = ad.Zero(api.core.ShapedArray((2,), np.float32))
+    x, z2 = api.vmap(lambda x: (x, z))(api.numpy.arange(3.0))
+    return len(api.tree_util.tree_leaves(z)), type(z2) is ad.Zero, z2.aval.shape
+  assert run(pyjax, "pyjax") == run(jax, "jax") == (0, True, (2,))
+
+
+def test_grad_of_a_jvp_rule_that_calls_a_custom_jvp_function_on_the_tangent():
+  # (lineax's linear_solve jvp rule calls equinox's custom_jvp asarray on tangents)
+  jax = _jax()
+
+  def run(api):
+    @api.custom_jvp
+    def ident(x):
+      return x
+    ident.defjvp(lambda p, t: (ident(p[0]), 2.0 * t[0]))
+
+    @api.custom_jvp
+    def f(x):
+      return api.numpy.sin(x)
+
+    @f.defjvp
+    def f_jvp(p, t):
+      return f(p[0]), api.vmap(ident)(t[0]) * api.numpy.cos(p[0])
+    x = api.numpy.array([0.5, 1.5])
+    g = api.grad(lambda x: (api.jit(f)(x) * 3.0).sum())
+    return np.concatenate([g(x), api.grad(lambda x: f(x).sum())(x)])
+  got, want = run(pyjax), run(jax)
+  np.testing.assert_allclose(got, want, rtol=1e-6)

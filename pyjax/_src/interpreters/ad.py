@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from pyjax._src import core, dtypes
+from pyjax._src import core, dtypes, tree_util
 from pyjax._src.avals import ShapedArray
 
 primitive_jvps = {}
@@ -74,6 +74,11 @@ class Zero:
 
   def __repr__(self):
     return f"Zero({_aval_str(self.aval)})"
+
+
+# As in JAX, a Zero is a pytree node without leaves: a function that returns one through a
+# transformation (a rule's inner vmap, as equinox's vprim jvp does) gets it back unchanged.
+tree_util.register_pytree_node(Zero, lambda z: ((), z.aval), lambda aval, _: Zero(aval))
 
 
 def _aval_str(aval):
@@ -357,6 +362,13 @@ class _SplitInterpreter(core.Interpreter):
     ti = self.tangent_interp
     lin = [isinstance(x, core.StagingTracer) and x._trace is ti for x in args]
     if any(lin):
+      if prim.name == "custom_jvp_call":
+        # a custom_jvp function of a tangent (a JVP rule calling one): the tangent jaxpr is
+        # linear and is never differentiated again, so the rule goes and the function is
+        # inlined (as JAX's partial evaluation does), leaving equations that transpose
+        cj = params["call_jaxpr"]
+        with core.set_interpreter(self):
+          return core.eval_jaxpr(cj.jaxpr, cj.consts, *args)
       if prim.name == "jit" and not all(lin):
         outs = _split_known_outputs(self.parent, ti, args, lin, params)
         if outs is not None:
