@@ -815,6 +815,16 @@ def _custom_jvp_call_jvp(interp, primals, tangents, *, call_jaxpr, jvp_jaxpr_fun
 ad.interpreter_jvps[custom_jvp_call_p] = _custom_jvp_call_jvp
 
 
+def _custom_jvp_call_transpose(cts, *args, call_jaxpr, **_):
+  # a custom_jvp function staged in a linear function (jax.linear_transpose of it): its
+  # transpose is its body's, as JAX's (the rule is for differentiation only)
+  cts_in = ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, list(cts), list(args))
+  return [ct if type(a) is ad.UndefinedPrimal else None for a, ct in zip(args, cts_in)]
+
+
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 class custom_jvp:
   """A function with a user-defined JVP rule (``defjvp``/``defjvps``), used by forward
   and reverse mode (reverse mode transposes the rule's tangent computation, which must be

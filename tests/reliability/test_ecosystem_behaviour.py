@@ -994,3 +994,19 @@ def test_grad_of_a_jvp_rule_that_calls_a_custom_jvp_function_on_the_tangent():
     return np.concatenate([g(x), api.grad(lambda x: f(x).sum())(x)])
   got, want = run(pyjax), run(jax)
   np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_linear_transpose_of_a_custom_jvp_function():
+  # (lineax test_transpose: linear_transpose of linear_solve, whose body calls custom_jvp fns)
+  jax = _jax()
+
+  def run(api):
+    @api.custom_jvp
+    def scale(x):
+      return 3.0 * x
+    scale.defjvp(lambda p, t: (scale(p[0]), scale(t[0])))
+    x = api.numpy.array([1.0, 2.0])
+    f = lambda v: scale(v)[::-1] + v
+    return np.concatenate([api.linear_transpose(f, x)(x)[0],
+                           api.jit(api.linear_transpose(f, x))(x)[0]])
+  np.testing.assert_allclose(run(pyjax), run(jax), rtol=1e-6)
