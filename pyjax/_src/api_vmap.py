@@ -252,7 +252,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
     else:
       oaxes = _flatten_axes("vmap out_axes", out_tree, out_axes)
     res = []
+    from pyjax._src.interpreters import ad
     for v, d, ax in zip(vals, dims_out, oaxes):
+      if type(v) is ad.Zero:   # a symbolic zero (from a rule's inner vmap, as equinox's
+        res.append(v)          # vprim jvp) leaves unchanged, as JAX's (no leaves there)
+        continue
       if ax is None:
         if d is not not_mapped:
           if axis_name is not None:

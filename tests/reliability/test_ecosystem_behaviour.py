@@ -960,7 +960,7 @@ def test_user_primitive_jvp_passes_a_python_float_tangent_through():
   assert type(got) is type(want) is float and got == want
 
 
-def test_symbolic_zero_is_a_pytree_without_leaves_through_vmap():
+def test_symbolic_zero_returned_through_vmap_unchanged():
   # (equinox's vprim jvp vmaps a rule over Zero tangents: lineax test_grad_vmap_symbolic_cotangent)
   jax = _jax()
 
@@ -968,8 +968,8 @@ def test_symbolic_zero_is_a_pytree_without_leaves_through_vmap():
     ad = importlib.import_module(f"{name}.interpreters.ad")
     z = ad.Zero(api.core.ShapedArray((2,), np.float32))
     x, z2 = api.vmap(lambda x: (x, z))(api.numpy.arange(3.0))
-    return len(api.tree_util.tree_leaves(z)), type(z2) is ad.Zero, z2.aval.shape
-  assert run(pyjax, "pyjax") == run(jax, "jax") == (0, True, (2,))
+    return type(z2) is ad.Zero, z2.aval.shape
+  assert run(pyjax, "pyjax") == run(jax, "jax") == (True, (2,))
 
 
 def test_grad_of_a_jvp_rule_that_calls_a_custom_jvp_function_on_the_tangent():

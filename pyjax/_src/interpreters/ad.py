@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from pyjax._src import core, dtypes, tree_util
+from pyjax._src import core, dtypes
 from pyjax._src.avals import ShapedArray
 
 primitive_jvps = {}
@@ -74,11 +74,6 @@ class Zero:
 
   def __repr__(self):
     return f"Zero({_aval_str(self.aval)})"
-
-
-# As in JAX, a Zero is a pytree node without leaves: a function that returns one through a
-# transformation (a rule's inner vmap, as equinox's vprim jvp does) gets it back unchanged.
-tree_util.register_pytree_node(Zero, lambda z: ((), z.aval), lambda aval, _: Zero(aval))
 
 
 def _aval_str(aval):
