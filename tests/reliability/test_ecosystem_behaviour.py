@@ -1010,3 +1010,17 @@ def test_linear_transpose_of_a_custom_jvp_function():
     return np.concatenate([api.linear_transpose(f, x)(x)[0],
                            api.jit(api.linear_transpose(f, x))(x)[0]])
   np.testing.assert_allclose(run(pyjax), run(jax), rtol=1e-6)
+
+
+def test_no_numpy_fp_warnings_inside_a_record_always_block():
+  # (optimistix test_fixed_point_jvp[complex128]: pytest.warns records every warning and
+  # re-emits the unmatched ones; JAX gives none for a division by zero)
+  import warnings
+  jax = _jax()
+  for api in (pyjax, jax):
+    a = api.numpy.array([1 + 1j, 0j], np.complex64)
+    with warnings.catch_warnings(record=True) as w:
+      warnings.simplefilter("always")
+      (a / api.numpy.zeros(2, np.complex64)).block_until_ready()
+      (api.numpy.array([1.0, 0.0]) / 0.0).block_until_ready()
+    assert [str(m.message) for m in w] == []

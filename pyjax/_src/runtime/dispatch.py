@@ -293,24 +293,27 @@ def quiet_warnings(category, module):
   NumPy implementations: NumPy warns on overflow and invalid values, XLA never does), and
   keep ignoring them: a ``warnings.catch_warnings`` block open when the backend was
   imported (pytest collects and configures inside one) drops the filter when it closes,
-  and ``keep_quiet_filters`` puts it back (after any filter the program added itself)."""
+  and ``keep_quiet_filters`` puts it back (at the front)."""
   warnings.filterwarnings("ignore", category=category, module=module)
   _quiet.append([category, module, warnings.filters[0]])
   _filters_seen[0] = warnings.filters
 
 
 def keep_quiet_filters():
-  """Re-add the ``quiet_warnings`` filters missing from the current ``warnings.filters``
-  (eager operations and compilations call it; when that list is the one last checked,
-  one identity test)."""
+  """Put the ``quiet_warnings`` filters back at the front of the current
+  ``warnings.filters`` when they are missing or a filter precedes them (a
+  ``catch_warnings(record=True)`` block with ``simplefilter("always")``, as pytest.warns
+  opens, would record NumPy's warnings from inside pyjax, which JAX never gives; they
+  match only pyjax's backend modules, so the program's own filters are otherwise
+  untouched).  Eager operations and compilations call it; when that list is the one last
+  checked, one identity test."""
   fl = warnings.filters
   if fl is _filters_seen[0]:
     return
-  for q in _quiet:
-    if not any(f is q[2] for f in fl):
-      warnings.filterwarnings("ignore", category=q[0], module=q[1], append=True)
-      q[2] = next(f for f in reversed(warnings.filters)
-                  if f[0] == "ignore" and f[2] is q[0])
+  if not all(i < len(fl) and fl[i] is q[2] for i, q in enumerate(_quiet)):
+    for q in reversed(_quiet):   # filterwarnings moves an equal filter to the front
+      warnings.filterwarnings("ignore", category=q[0], module=q[1])
+      q[2] = warnings.filters[0]
   _filters_seen[0] = warnings.filters
 
 
