@@ -15,6 +15,13 @@ from pyjax._src.backends.cpu.compiler.native import build
 pytestmark = pytest.mark.skipif(build.toolchain() is None, reason="no C compiler")
 
 
+@pytest.fixture(autouse=True)
+def _no_report_at_exit():
+  """The programs these tests instrument print no table when the test process exits."""
+  yield
+  kernel_times._programs.clear()
+
+
 def _exe(f, *args):
   with executable.compile_mode_override("sync"):
     jf = pyjax.jit(f)
