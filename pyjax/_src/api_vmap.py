@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 
 from pyjax._src import core, tree_util
@@ -360,21 +361,25 @@ def _custom_vjp_call_batch(interp, args, dims, *, call_jaxpr, fwd_jaxpr_thunk, b
   new_call, _ = batching.batch_jaxpr(call_jaxpr, interp.axis_data, in_b, True)
   p_avals = list(call_jaxpr.in_avals[num_consts:])
   prim_b = in_b[num_consts:]
-  cache = {}
+  caches = {}   # per the perturbed flags the fwd rule is traced with (symbolic_zeros)
+  pass_perturbed = bool(symbolic_zeros) and getattr(
+      getattr(fwd_jaxpr_thunk, "fn", None), "_perturbed", False)
 
-  def fwd_traced(*ps):
-    out_leaves, res_leaves, make_bwd = fwd_jaxpr_thunk(*ps)
-    cache["sizes"] = (len(out_leaves), len(res_leaves), make_bwd)
-    return list(out_leaves) + list(res_leaves)
-
-  def fwd_parts():
+  def fwd_parts(cache):
     if "fwd" not in cache:
+      def fwd_traced(*ps):
+        if cache["perturbed"] is not None:
+          out_leaves, res_leaves, make_bwd = fwd_jaxpr_thunk(*ps, perturbed=cache["perturbed"])
+        else:
+          out_leaves, res_leaves, make_bwd = fwd_jaxpr_thunk(*ps)
+        cache["sizes"] = (len(out_leaves), len(res_leaves), make_bwd)
+        return list(out_leaves) + list(res_leaves)
       cache["fwd"] = _trace_batched(interp, fwd_traced, p_avals, prim_b, True)
     return cache["fwd"]
 
-  def bwd_parts():
+  def bwd_parts(cache):
     if "bwd" not in cache:
-      _, _, _, fwd_closed = fwd_parts()
+      _, _, _, fwd_closed = fwd_parts(cache)
       n_o, n_r, make_bwd = cache["sizes"]
       res_avals = list(fwd_closed.out_avals[n_o:])
       ct_avals = [ad.tangent_aval(a) for a in fwd_closed.out_avals[:n_o]]
@@ -387,8 +392,8 @@ def _custom_vjp_call_batch(interp, args, dims, *, call_jaxpr, fwd_jaxpr_thunk, b
                                     [True] * (n_r + n_o), False)
     return cache["bwd"]
 
-  def new_bwd(res, cts):
-    batched, out_b, c_vals, _ = bwd_parts()
+  def new_bwd(cache, res, cts):
+    batched, out_b, c_vals, _ = bwd_parts(cache)
     cts = [ad.zeros_like_aval(batching.batched_aval(a, 0, size)) if type(c) is ad.Zero else c
            for c, a in zip(cts, cache["ct_avals"])]
     outs = core.eval_jaxpr(batched.jaxpr, batched.consts, *c_vals, *res, *cts)
@@ -396,11 +401,15 @@ def _custom_vjp_call_batch(interp, args, dims, *, call_jaxpr, fwd_jaxpr_thunk, b
                                o, sum_match=True)
             for o, ob, ib in zip(outs, out_b, prim_b)]
 
-  def new_fwd(*primals):
-    batched, _, c_vals, _ = fwd_parts()
+  def new_fwd(*primals, perturbed=None):
+    key = tuple(perturbed) if pass_perturbed and perturbed is not None else None
+    cache = caches.setdefault(key, {"perturbed": key})
+    batched, _, c_vals, _ = fwd_parts(cache)
     n_o = cache["sizes"][0]
     outs = core.eval_jaxpr(batched.jaxpr, batched.consts, *c_vals, *primals)
-    return outs[:n_o], outs[n_o:], lambda in_avals: api_ad._Named(new_bwd, repr(bwd))
+    return outs[:n_o], outs[n_o:], lambda in_avals: api_ad._Named(
+        functools.partial(new_bwd, cache), repr(bwd))
+  new_fwd._perturbed = pass_perturbed   # the jvp rule passes the tangents' nonzero mask
   outs = api_ad.custom_vjp_call_p.bind(
       *args, call_jaxpr=new_call, fwd_jaxpr_thunk=api_ad._Named(new_fwd, repr(fwd_jaxpr_thunk)),
       bwd=bwd, num_consts=num_consts, symbolic_zeros=symbolic_zeros, name=name)

@@ -1024,3 +1024,27 @@ def test_no_numpy_fp_warnings_inside_a_record_always_block():
       (a / api.numpy.zeros(2, np.complex64)).block_until_ready()
       (api.numpy.array([1.0, 0.0]) / 0.0).block_until_ready()
     assert [str(m.message) for m in w] == []
+
+
+def test_custom_vjp_symbolic_zeros_fwd_sees_perturbed_flags_under_vmap():
+  # (diffrax test_adjoint: equinox's filter_custom_vjp asserts nondiff inputs are unperturbed)
+  jax = _jax()
+
+  def run(api):
+    flags = []
+
+    @api.custom_vjp
+    def f(x, y):
+      return x * y
+
+    def fwd(x, y):
+      flags.append((x.perturbed, y.perturbed))
+      return f(x.value, y.value), (x.value, y.value)
+
+    def bwd(res, g):
+      return g * res[1], g * res[0]
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    xs = api.numpy.array([1.0, 2.0])
+    g = api.grad(lambda xs: api.vmap(f, (0, None))(xs, api.numpy.float32(3.0)).sum())(xs)
+    return np.asarray(g).tolist(), sorted(set(flags))
+  assert run(pyjax) == run(jax)
