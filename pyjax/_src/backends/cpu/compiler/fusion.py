@@ -660,6 +660,15 @@ class Fusion:
           break
       else:
         raise AssertionError("cyclic fusion groups")
+      # elementwise consumers of a product run right after it, while its result is in
+      # cache (an optimizer's ``w - lr * grad`` after the gradient's product; XLA's
+      # schedule does the same), when nothing else holds them back
+      if g.kind == "dot":
+        for c in [c for c in remaining if g in deps[c] and c.kind == "loop"
+                  and c.axes is None and deps[c] <= done]:
+          ordered.append(c)
+          done.add(c)
+          remaining.remove(c)
     self.groups = ordered
     self.deps = deps
     self.writer = writer
