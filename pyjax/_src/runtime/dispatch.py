@@ -293,10 +293,16 @@ def quiet_warnings(category, module):
   NumPy implementations: NumPy warns on overflow and invalid values, XLA never does), and
   keep ignoring them: a ``warnings.catch_warnings`` block open when the backend was
   imported (pytest collects and configures inside one) drops the filter when it closes,
-  and ``keep_quiet_filters`` puts it back (at the front)."""
-  warnings.filterwarnings("ignore", category=category, module=module)
+  and ``keep_quiet_filters`` puts it back (at the front).  Only NumPy's floating-point
+  messages (``_FP_MESSAGE``): pyjax's own warnings from those modules (no C compiler, an
+  unusable cache directory) still show."""
+  warnings.filterwarnings("ignore", message=_FP_MESSAGE, category=category, module=module)
   _quiet.append([category, module, warnings.filters[0]])
   _filters_seen[0] = warnings.filters
+
+
+# NumPy's floating-point warnings ("invalid value encountered in divide", ...)
+_FP_MESSAGE = r"(overflow|invalid value|divide by zero|underflow) encountered"
 
 
 def keep_quiet_filters():
@@ -312,7 +318,7 @@ def keep_quiet_filters():
     return
   if not all(i < len(fl) and fl[i] is q[2] for i, q in enumerate(_quiet)):
     for q in reversed(_quiet):   # filterwarnings moves an equal filter to the front
-      warnings.filterwarnings("ignore", category=q[0], module=q[1])
+      warnings.filterwarnings("ignore", message=_FP_MESSAGE, category=q[0], module=q[1])
       q[2] = warnings.filters[0]
   _filters_seen[0] = warnings.filters
 
