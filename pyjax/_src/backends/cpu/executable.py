@@ -268,12 +268,13 @@ class CpuExecutable:
     if any(type(b) is pb for b in bufs):
       bufs = [b.result() if type(b) is pb else b for b in bufs]
     pairs = dict(self._donate)
-    reuse = [(i, pairs[i]) for i in donated if i in pairs and _exclusive(bufs, i)]
+    reuse = [(i, pairs[i]) for i in donated if i in pairs]
     outs = self.fn(*bufs)
     if reuse:
       outs = list(outs)
       for i, j in reuse:
-        if not _exclusive(bufs, i):   # an output is a view of the donated buffer
+        # checked after the run: an output may be a view of the donated buffer
+        if not _exclusive(bufs, i):
           continue
         b, o = bufs[i], outs[j]
         if type(o) is np.ndarray and o is not b and o.shape == b.shape and o.dtype == b.dtype:
