@@ -284,6 +284,9 @@ def is_fp_warning(w):
   return "encountered in" in str(w)
 
 
+# the messages of NumPy's floating-point warnings ("invalid value encountered in divide",
+# ...; is_fp_warning above tells them apart after the fact), as a filter's regex
+_FP_MESSAGE = r"(overflow|invalid value|divide by zero|underflow) encountered"
 _quiet = []                 # [category, module regex, the filter entry] per quiet_warnings call
 _filters_seen = [None]      # the warnings.filters list last checked to hold them
 
@@ -300,9 +303,6 @@ def quiet_warnings(category, module):
   _quiet.append([category, module, warnings.filters[0]])
   _filters_seen[0] = warnings.filters
 
-
-# NumPy's floating-point warnings ("invalid value encountered in divide", ...)
-_FP_MESSAGE = r"(overflow|invalid value|divide by zero|underflow) encountered"
 
 
 def keep_quiet_filters():
