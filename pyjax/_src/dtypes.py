@@ -188,6 +188,12 @@ def dtype(x, *, canonicalize=False):
   return canonicalize_dtype(out) if canonicalize else out
 
 
+def has_extended_dtype(x):
+  """Whether ``x`` (an array, tracer or aval) has an extended dtype: a typed PRNG key
+  array (the dtypes that mark themselves ``_pyjax_extended``)."""
+  return getattr(getattr(x, "dtype", None), "_pyjax_extended", False)
+
+
 def is_weakly_typed(x):
   if type(x) in python_scalar_types:
     return True

@@ -104,7 +104,7 @@ def _array(obj, d):
     return obj.copy() if d is None else lax_e._convert_element_type(obj, d, False)
   if t in _scalar_types:
     return _from_python_scalar(obj, d)
-  if getattr(getattr(obj, "dtype", None), "_pyjax_extended", False):
+  if dtypes.has_extended_dtype(obj):
     # a typed PRNG key array is already an Array (as in JAX, asarray returns it)
     if d is not None and d != obj.dtype:
       raise TypeError(f"Cannot convert a key array of dtype {obj.dtype} to dtype {d}")

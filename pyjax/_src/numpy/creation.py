@@ -634,7 +634,7 @@ def array_equal(a1, a2, equal_nan=False):
   a1, a2 = _asarray(a1), _asarray(a2)
   if a1.shape != a2.shape:
     return _const(False, dtypes.bool_)
-  k1, k2 = (getattr(a.dtype, "_pyjax_extended", False) for a in (a1, a2))
+  k1, k2 = (dtypes.has_extended_dtype(a) for a in (a1, a2))
   if k1 or k2:  # typed PRNG key arrays: equal keys of one implementation
     if not (k1 and k2) or a1.dtype != a2.dtype:
       return _const(False, dtypes.bool_)

@@ -101,7 +101,7 @@ def _canonical_arg(a):
     return a()
   if type(a) in dtypes.python_scalar_types:
     return a
-  if getattr(getattr(a, "dtype", None), "_pyjax_extended", False):
+  if dtypes.has_extended_dtype(a):
     return a   # a key array: dtypes.result_type gives its extended dtype
   d, weak = dtypes._dtype_and_weak(a)
   return dtypes.canonicalize_dtype(d), weak

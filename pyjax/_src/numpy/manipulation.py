@@ -273,7 +273,7 @@ def _concatenate_array(arr, axis, dtype):
 def _key_arrays(name, arrays):
   """The typed PRNG key arrays among ``arrays`` if any is one (then all must be, of one
   key dtype), else None."""
-  ks = [getattr(getattr(a, "dtype", None), "_pyjax_extended", False) for a in arrays]
+  ks = [dtypes.has_extended_dtype(a) for a in arrays]
   if not any(ks):
     return None
   if not all(ks) or any(a.dtype != arrays[0].dtype for a in arrays):
@@ -717,7 +717,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
     fmt = lambda s, weak: f"{'~' if weak else ''}{arr.dtype.name}[{','.join(map(str, s))}]"
     raise ValueError("Incompatible types for broadcasting: input type="
                      f"{fmt(arr_shape, arr.weak_type)} and requested type={fmt(shape, False)}")
-  if getattr(arr.dtype, "_pyjax_extended", False):   # typed PRNG keys: on the key data
+  if dtypes.has_extended_dtype(arr):   # typed PRNG keys: on the key data
     base = arr._base_array
     full = shape + tuple(base.shape[len(arr_shape):])
     return arr._wrap(lax.broadcast_in_dim(base, full, tuple(range(nlead, len(full)))))

@@ -249,7 +249,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   """|a - b| <= atol + rtol |b| elementwise (infinities equal only to themselves); typed
   PRNG key arrays compare for equality, as in JAX."""
-  if any(getattr(getattr(v, "dtype", None), "_pyjax_extended", False) for v in (a, b)):
+  if dtypes.has_extended_dtype(a) or dtypes.has_extended_dtype(b):
     return _uf.equal(a, b)
   a, b = promote_args("isclose", a, b)
   a, b = promote_args_inexact("isclose", a, b)
@@ -413,7 +413,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
   """``x`` converted to ``dtype`` (None: the default float); complex to bool tests for
   nonzero."""
   x = _arr("astype", x)
-  if getattr(x.dtype, "_pyjax_extended", False):   # a typed PRNG key array
+  if dtypes.has_extended_dtype(x):   # a typed PRNG key array
     if dtype is not None and dtype == x.dtype:
       return x
     raise ValueError(f"Cannot convert_element_type from {x.dtype} to "

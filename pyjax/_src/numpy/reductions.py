@@ -40,7 +40,7 @@ def _asarray(name, a):
   check_arraylike(name, a)
   if type(a) is ArrayImpl or isinstance(a, core.Tracer):
     return a
-  if getattr(getattr(a, "dtype", None), "_pyjax_extended", False):
+  if dtypes.has_extended_dtype(a):
     return a   # a typed PRNG key array is an Array already
   aval = core.get_aval(a)
   return lax_e._convert_element_type(a, aval.dtype, aval.weak_type)

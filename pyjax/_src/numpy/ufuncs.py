@@ -214,8 +214,8 @@ def _key_comparison(f, negate):
   """``f`` (equal / not_equal) that also compares typed PRNG key arrays, key by key (as
   JAX: both operands keys of one implementation, else JAX's TypeError)."""
   def g(x, y, /):
-    kx = getattr(getattr(x, "dtype", None), "_pyjax_extended", False)
-    ky = getattr(getattr(y, "dtype", None), "_pyjax_extended", False)
+    kx = dtypes.has_extended_dtype(x)
+    ky = dtypes.has_extended_dtype(y)
     if not (kx or ky):
       return f(x, y)
     if not (kx and ky) or x.dtype != y.dtype:
