@@ -1048,3 +1048,31 @@ def test_custom_vjp_symbolic_zeros_fwd_sees_perturbed_flags_under_vmap():
     g = api.grad(lambda xs: api.vmap(f, (0, None))(xs, api.numpy.float32(3.0)).sum())(xs)
     return np.asarray(g).tolist(), sorted(set(flags))
   assert run(pyjax) == run(jax)
+
+
+def test_grad_of_custom_jvp_rule_calling_jvp_of_jit_and_cond():
+  # (diffrax test_event_vmap_t0: the rule's jvp of a jit/cond puts its primal outputs, which
+  # read residuals only, into the linear jaxpr; they meet in a dot_general)
+  jax = _jax()
+
+  def run(api):
+    jnp_ = api.numpy
+    inner = api.jit(lambda x: (jnp_.sin(x), x * 2.0))
+
+    def branchy(x):
+      return api.lax.cond(x[0] > 0, lambda v: jnp_.cos(v), lambda v: v * v, x)
+
+    @api.custom_jvp
+    def f(x):
+      return jnp_.dot(inner(x)[0], branchy(x))
+
+    @f.defjvp
+    def f_jvp(p, t):
+      (x,), (tx,) = p, t
+      (s, d), (ts, _) = api.jvp(inner, (x,), (tx,))
+      c, tc = api.jvp(branchy, (x,), (tx,))
+      return jnp_.dot(s, c), jnp_.dot(s, d) * 0.0 + jnp_.dot(ts, c) + jnp_.dot(s, tc)
+    x = jnp_.array([0.5, 1.5, -0.3])
+    return np.concatenate([api.grad(f)(x), api.jit(api.grad(f))(x),
+                           api.vmap(api.grad(f))(jnp_.stack([x, -x])).ravel()])
+  np.testing.assert_allclose(run(pyjax), run(jax), rtol=1e-6)

@@ -109,6 +109,7 @@ def scalar_const(val, dtype, weak_type=False):
     with core.set_interpreter(core.eval_interpreter):
       hit = ew.convert_element_type_p.bind(np.array(val, dtype), new_dtype=dtype,
                                            weak_type=bool(weak_type), sharding=None)
+    core._mark_host_constant(hit)   # a literal wherever it is staged
     if len(_scalar_cache) < 4096:
       _scalar_cache[key] = hit
   return hit
@@ -478,7 +479,7 @@ def _array_tangent(t, prim):
     rule = primitive_jvps.get(prim) or interpreter_jvps.get(prim)
     if getattr(rule, "__module__", "").startswith("pyjax."):
       aval = core.get_aval(t)
-      return core.ArrayImpl(np.asarray(t, aval.dtype), aval, None, False)
+      return core.host_constant(core.ArrayImpl(np.asarray(t, aval.dtype), aval, None, False))
   return t
 
 
@@ -603,9 +604,17 @@ def backward_pass(jaxpr, consts, cts_out, args=None):
 
   lin_eqns = []
   for eqn in jaxpr.eqns:
-    if any(type(v) is not core.Literal and v in linear for v in eqn.invars):
-      lin_eqns.append(eqn)
-      linear.update(eqn.outvars)
+    in_lin = [type(v) is not core.Literal and v in linear for v in eqn.invars]
+    if any(in_lin):
+      out_lin = eqn_linear_outputs(eqn, in_lin)
+      if any(out_lin):
+        lin_eqns.append(eqn)
+      linear.update(v for v, m in zip(eqn.outvars, out_lin) if m)
+      if not all(out_lin):  # outputs of the residuals alone: evaluate them forward
+        vals = [None if m else read_primal(v) for v, m in zip(eqn.invars, in_lin)]
+        outs = partial_forward_rules[eqn.primitive][1](eqn.params, in_lin, out_lin, vals)
+        for v, o in zip([v for v, m in zip(eqn.outvars, out_lin) if not m], outs):
+          primal_env[v] = o
     else:  # a non-linear equation (constants): evaluate it forward
       outs = eqn.primitive.bind(*[read_primal(v) for v in eqn.invars], **eqn.params)
       if not eqn.primitive.multiple_results:
@@ -645,6 +654,81 @@ def backward_pass(jaxpr, consts, cts_out, args=None):
           for v in jaxpr.invars]
 
 
+# A higher-order equation (jit, cond) met in a jaxpr being transposed may mix residual and
+# linear computations: a custom_jvp rule run under linearize calls ``jvp`` on the outer
+# tangents, so its ``jit``/``cond`` equations are staged whole into the linear jaxpr with
+# both the inner primal outputs (functions of residuals only) and the inner tangents.  JAX
+# splits such equations when it partially evaluates; the backward pass here does it instead:
+# ``partial_forward_rules[prim] = (out_mask, forward)`` where ``out_mask(params, in_lin)``
+# says which outputs depend on the linear inputs (None: all of them) and
+# ``forward(params, in_lin, out_lin, vals)`` computes the other outputs from the residual
+# inputs (``vals`` has None at the linear positions; see ``residual_operands``).
+partial_forward_rules = {}
+
+
+def eqn_linear_outputs(eqn, in_lin):
+  """One bool per output of ``eqn``: whether it depends on the inputs marked in ``in_lin``."""
+  rule = partial_forward_rules.get(eqn.primitive)
+  mask = rule[0](eqn.params, in_lin) if rule is not None and not all(in_lin) else None
+  return [True] * len(eqn.outvars) if mask is None else mask
+
+
+_dependence_cache = weakref.WeakKeyDictionary()   # jaxpr -> {input mask: output mask}
+
+
+def jaxpr_linear_outputs(jaxpr, in_lin):
+  """One bool per output of ``jaxpr``: whether it depends on the inputs marked ``in_lin``
+  (through jit and cond equations output by output)."""
+  key = tuple(in_lin)
+  try:
+    table = _dependence_cache.setdefault(jaxpr, {})
+  except TypeError:
+    table = {}
+  hit = table.get(key)
+  if hit is not None:
+    return hit
+  lin = {v for v, m in zip(jaxpr.invars, in_lin) if m}
+  for eqn in jaxpr.eqns:
+    m = [type(v) is not core.Literal and v in lin for v in eqn.invars]
+    if any(m):
+      lin.update(v for v, o in zip(eqn.outvars, eqn_linear_outputs(eqn, m)) if o)
+  out = [type(v) is not core.Literal and v in lin for v in jaxpr.outvars]
+  table[key] = out
+  return out
+
+
+def residual_operands(vals, used, invars):
+  """The operands of a forward part: ``vals`` where ``used``; a used linear operand (None
+  in ``vals``: an inner equation kept whole reads it, but the outputs kept do not depend
+  on it) is fed zeros."""
+  return [zeros_like_aval(v.aval) if x is None else x
+          for x, u, v in zip(vals, used, invars) if u]
+
+
+def _jit_out_mask(params, in_lin):
+  closed = params["jaxpr"]
+  if closed.jaxpr.effects:
+    return None
+  return jaxpr_linear_outputs(closed.jaxpr, in_lin)
+
+
+def _jit_forward_part(params, in_lin, out_lin, vals):
+  from pyjax._src.interpreters import staging
+  from pyjax._src.lax.control_flow import common
+  closed = params["jaxpr"]
+
+  def build():
+    j, used = common.dce_jaxpr(closed.jaxpr, [not m for m in out_lin])
+    kept = set(j.constvars)
+    consts = [c for v, c in zip(closed.jaxpr.constvars, closed.consts) if v in kept]
+    return (core.ClosedJaxpr(j, consts), used), True
+
+  new_closed, used = memo(closed, ("forward_part", tuple(in_lin), tuple(out_lin)), build)
+  ins = residual_operands(vals, used, closed.jaxpr.invars)
+  return staging.jit_p.bind(*ins, **_jit_params_like(staging, params, new_closed,
+                                                    params.get("name", "f")))
+
+
 def _transpose_operand(lit):
   """A literal operand of a transpose rule, as an Array (with an ``aval``, as JAX's typed
   literals have: equinox's rules read ``x.aval.shape``)."""
@@ -652,7 +736,7 @@ def _transpose_operand(lit):
   if not isinstance(x, np.generic):
     return x
   from pyjax._src.runtime.array import ArrayImpl
-  return ArrayImpl(np.asarray(x, lit.aval.dtype), lit.aval, None, False)
+  return core.host_constant(ArrayImpl(np.asarray(x, lit.aval.dtype), lit.aval, None, False))
 
 
 # --- closing over tracers of a differentiation ------------------------------------------
@@ -857,6 +941,7 @@ def _register_jit_rules():
     return
   interpreter_jvps[staging.jit_p] = _jit_jvp
   primitive_transposes[staging.jit_p] = _jit_transpose
+  partial_forward_rules[staging.jit_p] = (_jit_out_mask, _jit_forward_part)
   JVPInterpreter.handles_jit_p = True
   _SplitInterpreter.handles_jit_p = True
 

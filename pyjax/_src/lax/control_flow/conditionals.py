@@ -330,8 +330,36 @@ def _cond_transpose(cts, index, *args, branches, **params):
   return [None] + [next(it) if m else None for m in lin]
 
 
+def _cond_out_mask(params, in_lin):
+  """Which outputs depend on the linear operands (``in_lin[0]`` is the index)."""
+  branches = params["branches"]
+  if in_lin[0] or any(b.jaxpr.effects for b in branches):
+    return None
+  masks = [ad.jaxpr_linear_outputs(b.jaxpr, in_lin[1:]) for b in branches]
+  return [any(ms) for ms in zip(*masks)]
+
+
+def _cond_forward_part(params, in_lin, out_lin, vals):
+  """The outputs that depend on residual operands only, as a cond of pruned branches."""
+  branches = params["branches"]
+  keep = [not m for m in out_lin]
+  used = [False] * (len(in_lin) - 1)
+  for b in branches:
+    used = [u or v for u, v in zip(used, common.dce_jaxpr(b.jaxpr, keep)[1])]
+  pruned = []
+  for b in branches:
+    j, _ = common.dce_jaxpr(b.jaxpr, keep, instantiate=used)
+    kept = set(j.constvars)
+    pruned.append(core.ClosedJaxpr(j, [c for v, c in zip(b.jaxpr.constvars, b.consts)
+                                       if v in kept]))
+  ops = ad.residual_operands(vals[1:], used, branches[0].jaxpr.invars)
+  rest = {k: v for k, v in params.items() if k != "branches"}
+  return cond_p.bind(vals[0], *ops, branches=tuple(pruned), **rest)
+
+
 ad.interpreter_jvps[cond_p] = _cond_jvp
 ad.primitive_transposes[cond_p] = _cond_transpose
+ad.partial_forward_rules[cond_p] = (_cond_out_mask, _cond_forward_part)
 
 
 # --- batching ---------------------------------------------------------------------------
