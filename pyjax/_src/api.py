@@ -936,6 +936,9 @@ def _buffer(x, aval):
       if type(b) is not _PendingBuffer:
         b = x._data()
     return b
+  jb = getattr(x, "_jit_buffer", None)   # sharded (runtime/sharded_array): global value
+  if jb is not None:
+    return jb()
   b, _ = dispatch._to_numpy(x)
   if b.dtype != aval.dtype:
     b = np.asarray(b, aval.dtype)
@@ -1177,7 +1180,12 @@ def eval_shape(fun, *args, **kwargs):
   if not callable(fun):
     raise TypeError(f"Expected a callable value, got {fun}")
   closed, out_tree = _trace_abstract(fun, args, kwargs)
-  return out_tree.unflatten([_sds_of(a) for a in closed.out_avals])
+  from pyjax._src.jit_sharding import typed_out_shardings   # Explicit-axes types
+  shardings = typed_out_shardings(closed, tree_util.tree_leaves((args, kwargs)))
+  return out_tree.unflatten([
+      _sds_of(a) if s is None else ShapeDtypeStruct(a.shape, a.dtype, sharding=s,
+                                                    weak_type=a.weak_type)
+      for a, s in zip(closed.out_avals, shardings)])
 
 
 # --- disable_jit / ensure_compile_time_eval ----------------------------------------------

@@ -47,7 +47,7 @@ def needs_wrapper(in_shardings, out_shardings):
   """Whether jit's shardings need this module (anything beyond single-device
   placements)."""
   for s in _leaves(in_shardings) + _leaves(out_shardings):
-    if _is_spec(s) or (isinstance(s, _sh.NamedSharding) and s.num_devices > 1):
+    if _is_spec(s) or isinstance(s, _sh.NamedSharding):
       return True
   return False
 
@@ -89,7 +89,7 @@ def _flat_prefix(shardings, tree_value, what, nargs=None):
 
 def _mesh_of(shardings):
   for s in shardings:
-    if isinstance(s, _sh.NamedSharding) and isinstance(s.mesh, _sh.Mesh) and s.mesh.size > 1:
+    if isinstance(s, _sh.NamedSharding) and isinstance(s.mesh, _sh.Mesh):
       return s.mesh
   return None
 
@@ -160,22 +160,83 @@ def layout_jit_outputs(closed, leaves, outs, out_shardings=None):
   where not given) first, else the sharding type derived from the sharded inputs."""
   in_sh = [x._sharding if isinstance(x, _sharded.ShardedArrayImpl) else None
            for x in leaves]
-  mesh = _mesh_of(in_sh) or _constraint_mesh_of(closed)
   if out_shardings is None:
     out_shardings = [None] * len(outs)
   derived = None
-  if mesh is not None and any(s is None for s in out_shardings):
+  if any(s is None for s in out_shardings):
+    derived = _derived_shardings(closed, leaves, in_sh)
+  res = []
+  for i, (o, s) in enumerate(zip(outs, out_shardings)):
+    if s is None and derived is not None:
+      s = derived[i]
+    res.append(_lay_out(o, s))
+  return res
+
+
+_derived_by_id = weakref.WeakKeyDictionary()   # ClosedJaxpr -> {ids: (in shardings, outs)}
+_interned = {}   # NamedSharding -> the one equal object derived outputs get
+
+
+def _intern(s):
+  hit = _interned.get(s)
+  if hit is None:
+    if len(_interned) >= 256:
+      _interned.clear()
+    hit = _interned[s] = s
+  return hit
+
+
+def _derived_shardings(closed, leaves, in_sh):
+  """The NamedShardings the outputs of ``closed`` take from the input shardings
+  ``in_sh`` (None: no mesh), remembered by the identity of the input sharding objects:
+  outputs get the same sharding objects call after call, so a chain of jitted calls
+  (a training loop) hits this table without hashing shardings."""
+  ids = tuple(map(id, in_sh))
+  try:
+    table = _derived_by_id.get(closed)
+    if table is None:
+      table = _derived_by_id[closed] = {}
+  except TypeError:
+    table = {}
+  hit = table.get(ids)
+  if hit is not None and all(a is b for a, b in zip(hit[0], in_sh)):
+    return hit[1]
+  mesh = _mesh_of(in_sh) or _constraint_mesh_of(closed)
+  out = None
+  if mesh is not None:
     n_extra = len(closed.in_avals) - len(leaves)   # closed-over tracer constants first
     specs = [None] * n_extra + [_types.spec_of(s, len(x.aval.shape))
                                 if s is not None and getattr(s, "mesh", None) == mesh
                                 else None for s, x in zip(in_sh, leaves)]
-    derived = _derived_specs(mesh, closed, specs)
-  res = []
-  for i, (o, s) in enumerate(zip(outs, out_shardings)):
-    if s is None and derived is not None:
-      s = _sh.NamedSharding(mesh, _types.to_spec(derived[i]))
-    res.append(_lay_out(o, s))
-  return res
+    out = [_intern(_sh.NamedSharding(mesh, _types.to_spec(d)))
+           for d in _derived_specs(mesh, closed, specs)]
+  if len(table) >= 64:   # (new sharding objects every call: keep the table small)
+    table.clear()
+  table[ids] = (tuple(in_sh), out)   # (holding the inputs' shardings keeps their ids)
+  return out
+
+
+def typed_out_shardings(closed, leaves):
+  """The sharding types of the outputs of ``closed`` traced on ``leaves`` (Arrays or
+  ShapeDtypeStructs) as ``eval_shape`` reports them: one NamedSharding over the abstract
+  mesh per output where the inputs' (or a constraint's) mesh has Explicit axes, as JAX's
+  avals carry them; else None per output."""
+  in_sh = [getattr(x, "sharding", None)
+           if isinstance(x, _sharded.ShardedArrayImpl) or type(x).__name__ == "ShapeDtypeStruct"
+           else None for x in leaves]
+  in_sh = [s if isinstance(s, _sh.NamedSharding) else None for s in in_sh]
+  mesh = _mesh_of(in_sh) or _constraint_mesh_of(closed)
+  n = len(closed.out_avals)
+  if mesh is None or not mesh.abstract_mesh.explicit_axes:
+    return [None] * n
+  n_extra = len(closed.in_avals) - len(leaves)
+  specs = [None] * n_extra + [_types.spec_of(s, len(x.shape))
+                              if s is not None and getattr(s, "mesh", None) == mesh
+                              else None for s, x in zip(in_sh, leaves)]
+  derived = _derived_specs(mesh, closed, specs)
+  am = mesh.abstract_mesh
+  return [_sh.NamedSharding(am, _types.to_spec(d)._normalized_spec_for_aval(len(a.shape)))
+          for d, a in zip(derived, closed.out_avals)]
 
 
 def _check_committed(x, s):

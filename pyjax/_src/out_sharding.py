@@ -32,6 +32,12 @@ def _num_devices(sharding):
     return None
 
 
+def _concrete_mesh(sharding):
+  """Whether ``sharding``'s mesh is a non-empty concrete ``Mesh`` (it has devices)."""
+  mesh = getattr(sharding, "mesh", None)
+  return getattr(mesh, "devices", None) is not None and not getattr(mesh, "empty", True)
+
+
 def _is_named_sharding(s):
   return type(s).__name__ == "NamedSharding" or (
       hasattr(s, "mesh") and hasattr(s, "spec") and hasattr(s, "device_set"))
@@ -69,8 +75,8 @@ def check_out_sharding(out_sharding, name):
     raise TypeError(
         f"`out_sharding` argument of {name} only supports instances of `NamedSharding` or "
         f"`PartitionSpec`. Got {out_sharding} of type: {type(out_sharding)}")
-  if _num_devices(out_sharding) == 1:
-    return None
+  if _num_devices(out_sharding) == 1 and not _concrete_mesh(out_sharding):
+    return None   # (over a concrete one-device mesh the result keeps the NamedSharding)
   from pyjax._src import sharding as _sh
   cur = _sh.get_abstract_mesh()
   mine = out_sharding.mesh.abstract_mesh
@@ -143,12 +149,13 @@ def lay_out(x, sharding, name):
           f"{tuple(aval.shape)} and sharding {sharding}")
   if not isinstance(x, core.Tracer):
     cur = _sh.get_mesh()
-    if cur is None or cur.empty:
+    if (cur is None or cur.empty) and sharding.mesh.size != 1:
       raise ValueError(
           f"Length of device assignment 1 is not equal to the size of the mesh "
           f"{sharding.mesh.size} of aval {_typed_aval_str(aval, sharding)}. Please enter "
           "your `jit` into a mesh context via `jax.set_mesh`.")
-    if cur.abstract_mesh == sharding.mesh.abstract_mesh:   # the context mesh's devices
+    if (cur is not None and not cur.empty
+        and cur.abstract_mesh == sharding.mesh.abstract_mesh):   # the context mesh's devices
       sharding = _sh.NamedSharding(cur, spec)
   if len(spec) < len(aval.shape):   # the spec covers every dimension, as JAX's result's
     sharding = _sh.NamedSharding(sharding.mesh, _sh.PartitionSpec(

@@ -89,10 +89,15 @@ class Sharding(abc.ABC):
   def is_equivalent_to(self, other, ndim):
     """Whether both place the parts of any ``ndim``-dimensional array alike (compared on
     a shape every sharded dimension divides: the device count along each axis)."""
-    if self.device_set != other.device_set:
+    if self.device_set != other.device_set or self.memory_kind != other.memory_kind:
       return False
     shape = (len(self.device_set),) * ndim
-    return self.devices_indices_map(shape) == other.devices_indices_map(shape)
+
+    def parts(s):   # slices as (start, stop, step): slice(None) and slice(0, n) agree
+      return {d: tuple(i.indices(n) if isinstance(i, slice) else i
+                       for i, n in zip(idx, shape))
+              for d, idx in s.devices_indices_map(shape).items()}
+    return parts(self) == parts(other)
 
 
 Sharding.register(SingleDeviceSharding)

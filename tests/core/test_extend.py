@@ -346,8 +346,11 @@ def test_partition_spec_and_named_sharding():
   assert s.addressable_devices == {dev} and s == NamedSharding(mesh, P("a"))
   with pytest.raises(ValueError, match="not found in mesh"):
     NamedSharding(mesh, P("z"))
-  y = pyjax.device_put({"w": X}, s)
+  with pytest.raises(ValueError, match="only valid for values of rank at least 2"):
+    pyjax.device_put({"w": X}, s)   # (X is 1-d; as JAX)
+  y = pyjax.device_put({"w": X}, NamedSharding(mesh, P("a")))
   np.testing.assert_array_equal(y["w"], X)
+  assert y["w"].sharding == NamedSharding(mesh, P("a"))   # kept on one device, as JAX
   sd = jnp.asarray(X).sharding
   assert isinstance(sd, SingleDeviceSharding) and isinstance(sd, Sharding)
   assert sd.shard_shape((4,)) == (4,) and sd.addressable_devices == {dev}

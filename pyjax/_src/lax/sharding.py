@@ -65,14 +65,37 @@ ad.deflinear(sharding_constraint_p, lambda ct, **params: [
     sharding_constraint_p.bind(ct, **params)])
 
 
-def _sharding_constraint_batch(args, dims, *, unconstrained_dims, **params):
+def _sharding_constraint_batch(axis_data, args, dims, *, unconstrained_dims, sharding,
+                               **params):
+  """The constraint of the batched value: its NamedSharding's spec gains an entry at the
+  batch dimension -- the vmap's ``spmd_axis_name`` if given, else None (that dimension
+  also joins ``unconstrained_dims``), as JAX's rule."""
   x, = args
   d, = dims
-  shifted = frozenset(u + 1 if u >= d else u for u in unconstrained_dims) | {d}
-  return sharding_constraint_p.bind(x, unconstrained_dims=shifted, **params), d
+  if d is batching.not_mapped or d is None:
+    return sharding_constraint_p.bind(x, unconstrained_dims=unconstrained_dims,
+                                      sharding=sharding, **params), d
+  spmd = getattr(axis_data, "spmd_name", None)
+  if isinstance(spmd, str):
+    spmd = (spmd,)
+  shifted = frozenset(u + 1 if u >= d else u for u in unconstrained_dims)
+  if spmd is None:
+    shifted |= {d}
+  if type(sharding).__name__ == "NamedSharding":
+    spec = list(sharding.spec)
+    if spmd is not None:
+      used = {n for e in spec for n in (e if isinstance(e, tuple) else (e,))}
+      if set(spmd) & used:
+        raise ValueError(f"vmap spmd_axis_name {spmd} cannot appear in "
+                         f"with_sharding_constraint spec, but got spec {sharding.spec}")
+    spec += [None] * (len(x.shape) - 1 - len(spec))
+    spec.insert(d, None if spmd is None else (spmd[0] if len(spmd) == 1 else tuple(spmd)))
+    sharding = sharding.update(spec=sharding.spec.update(partitions=spec))
+  return sharding_constraint_p.bind(x, unconstrained_dims=shifted, sharding=sharding,
+                                    **params), d
 
 
-batching.primitive_batchers[sharding_constraint_p] = _sharding_constraint_batch
+batching.axis_primitive_batchers[sharding_constraint_p] = _sharding_constraint_batch
 
 
 def _is_sharding(s):

@@ -45,7 +45,12 @@ class SingleDeviceSharding:
     return hash(("SingleDeviceSharding", id(self._device)))
 
   def is_equivalent_to(self, other, ndim):
-    return self == other
+    """Whether ``other`` places an ``ndim``-dimensional array alike: wholly on this device
+    (a NamedSharding over a one-device mesh of it too, as in JAX)."""
+    if isinstance(other, SingleDeviceSharding):
+      return self == other and self.memory_kind == other.memory_kind
+    eq = getattr(other, "is_equivalent_to", None)
+    return eq is not None and eq(self, ndim)
 
   @property
   def is_fully_replicated(self):

@@ -40,6 +40,9 @@ class ShardedArrayImpl(ArrayImpl):
   # -- data ------------------------------------------------------------------------------
   def _resolve(self):
     b = self._buf
+    if type(b) is PendingBuffer:   # (one device: the shard's buffer, still computing)
+      b = self._buf = b.result()
+      return b
     if type(b) is _DeletedBuffer:
       raise RuntimeError("Array has been deleted with shape="
                          f"{self.aval.str_short(short_dtypes=False)}.")
@@ -68,6 +71,14 @@ class ShardedArrayImpl(ArrayImpl):
     array spanning processes every process gathers it (a collective over processes: in
     a multi-process program every process runs the same computations, as in JAX)."""
     return ArrayImpl(self._global_data(), self.aval, self._shards[0]._device, False)
+
+  def _jit_buffer(self):
+    """The global value a jitted program reads: on one device the shard's buffer, even
+    while it is still being computed (the program waits for it on the stream)."""
+    b = self._buf
+    if type(b) is PendingBuffer:
+      return b
+    return self._global_data()
 
   def _global_data(self):
     """The global value for a computation: for an array spanning processes, gathered
@@ -270,11 +281,16 @@ def _assemble(aval, sharding, shards):
 
 
 def is_multi_device(sharding):
-  """Whether ``sharding`` spreads an array over more than one device."""
+  """Whether ``sharding`` lays an array out as a ``ShardedArrayImpl``: it spreads the
+  array over more than one device, or it is a ``NamedSharding`` over a mesh of one device
+  (JAX keeps that sharding -- its ``mesh`` and ``spec`` -- on the array and on what is
+  computed from it; a plain ``ArrayImpl`` has a ``SingleDeviceSharding``)."""
   try:
-    return len(sharding.device_set) > 1 and hasattr(sharding, "devices_indices_map")
+    n = len(sharding.device_set)
   except (ValueError, TypeError, AttributeError):
     return False
+  return (n > 1 and hasattr(sharding, "devices_indices_map")) or (
+      n == 1 and type(sharding).__name__ == "NamedSharding")
 
 
 def _check_divisible(shape, sharding):
@@ -283,9 +299,9 @@ def _check_divisible(shape, sharding):
     return
   spec = sharding.spec
   if len(spec) > len(shape):
-    raise ValueError(f"One of device_put args was given the sharding of {sharding}, which "
-                     f"implies that the global size of its dimension {len(shape)} should be "
-                     f"divisible by 1, but it is equal to 1 (full shape: {tuple(shape)})")
+    raise ValueError(f"One of device_put args is incompatible with its sharding annotation "
+                     f"{sharding}: Sharding {sharding} is only valid for values of rank at "
+                     f"least {len(spec)}, but was applied to a value of rank {len(shape)}.")
   factors = [sharding._dim_factor(e) for e in spec] + [1] * (len(shape) - len(spec))
   for d, (n, f) in enumerate(zip(shape, factors)):
     if n % f:
@@ -299,6 +315,9 @@ def shard_global(buf, aval, sharding, committed=True):
   """A ShardedArrayImpl from the global value ``buf`` (a NumPy array or a
   ``PendingBuffer``): each device of ``sharding`` that this process addresses gets a
   copy of its part (with many processes, each holds the same global value)."""
+  devs = sharding._device_assignment
+  if len(devs) == 1 and devs[0].process_index == _devices.process_index():
+    return _one_device(buf, aval, sharding, devs[0])
   _check_divisible(aval.shape, sharding)
   if type(buf) is PendingBuffer:
     buf = buf.result()
@@ -311,6 +330,21 @@ def shard_global(buf, aval, sharding, committed=True):
                             True))
   g = buf if not buf.flags.writeable and sharding.is_fully_addressable else None
   return ShardedArrayImpl(aval, sharding, shards, g)
+
+
+def _one_device(buf, aval, sharding, dev):
+  """A NamedSharding over one device (``dev``): its one shard is the whole value, shared
+  with the global buffer (copied only when writeable, never waited for)."""
+  spec = getattr(sharding, "spec", ())
+  if len(spec) > len(aval.shape):   # (every dimension divides by 1: only the rank checks)
+    _check_divisible(aval.shape, sharding)
+  if type(buf) is not PendingBuffer:
+    buf = np.asarray(buf, dtype=aval.dtype)
+    if buf.flags.writeable:
+      buf = np.array(buf, copy=True)
+      buf.flags.writeable = False
+  shard = ArrayImpl(buf, ShapedArray(aval.shape, aval.dtype, aval.weak_type), dev, True)
+  return ShardedArrayImpl(aval, sharding, [shard], buf)
 
 
 def from_shards(aval, sharding, shard_arrays):
@@ -471,6 +505,11 @@ def per_shard(prim, params, args):
   out_aval = prim._abstract_eval(*avals, **params)
   if out_aval.shape != first.aval.shape:
     return None
+  if len(first._shards) == 1:   # one device: the single-device path on its shard
+    from pyjax._src.runtime.dispatch import apply_primitive
+    o = apply_primitive(prim, [x._shards[0] if isinstance(x, ShardedArrayImpl) else x
+                               for x in args], params)
+    return ShardedArrayImpl(o.aval, first._sharding, [o], o._buf)
   from pyjax._src.runtime import stream as _stream
   from pyjax._src.runtime.dispatch import _to_numpy
   scalars = [None if isinstance(x, ShardedArrayImpl) else
