@@ -282,3 +282,28 @@ def test_floating_point_warnings_stay_silenced_after_an_import_inside_catch_warn
                        timeout=120, env={**__import__("os").environ, "PYJAX_COMPILE": "off"})
   assert out.returncode == 0, out.stderr
   assert out.stdout.strip() == "[]"
+
+
+def test_jitted_numpy_plans_never_warn_on_floating_point_like_xla():
+  """A jitted call's hit path does not re-check the warnings filters, so inside a
+  ``catch_warnings`` block whose filter shows every warning (pytest.warns; pytest's
+  per-test block under ``-W always``) the NumPy tier's plans warned "invalid value
+  encountered in subtract" from ``<pyjax jit _bessel_jn>``; JAX never warns on inf/nan
+  arithmetic.  Plans now run under ``np.errstate``; also with warnings made errors."""
+  import warnings
+  import pyjax.scipy.special as sp
+  from pyjax._src.backends.cpu import executable
+  progs = [lambda x: sp.bessel_jn(x * 0, v=2), lambda x: jnp.log(x * 0),
+           lambda x: (x * 0) / (x * 0), lambda x: jnp.sqrt(-x) + jnp.exp(x * 1e3)]
+  x = jnp.ones(3, jnp.float32)
+  with executable.compile_mode_override("off"):
+    fs = [pyjax.jit(f) for f in progs]
+    want = [np.asarray(f(x)) for f in fs]   # (compiled and run once: the hit path next)
+    for action in ("always", "error"):
+      with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter(action)
+        got = [np.asarray(f(x)) for f in fs]
+      assert [str(r.message) for r in rec] == []
+      for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+  assert np.isnan(want[0]).all() and np.isneginf(want[1]).all() and np.isnan(want[2]).all()

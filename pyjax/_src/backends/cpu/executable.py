@@ -708,7 +708,7 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
   _dispatch.keep_quiet_filters()   # NumPy's floating-point warnings stay silenced
   with _profiler.span(f"numpy plan {name}", "compile"):
     fn, src = _numpy_plan(closed_jaxpr, name)
-  exe = CpuExecutable(fn, src, closed_jaxpr, device, name, donate)
+  exe = CpuExecutable(_quietly(fn), src, closed_jaxpr, device, name, donate)
   mode = compile_mode()
   if mode != "off" and _compiler.library_compile():
     exe._after = _compiler.LIBRARY_COMPILE_AFTER
@@ -721,6 +721,23 @@ def compile_jaxpr(closed_jaxpr, device=None, name="jaxpr", donate=()):
     else:
       exe._impl = exe._counting
   return exe
+
+
+def _quietly(plan):
+  """The NumPy plan run with NumPy's floating-point warnings off (XLA never warns on
+  inf/nan arithmetic).  The warnings filter that silences them (``quiet_warnings``) is
+  not enough here: a jitted call's hit path does not check the filters, so inside a
+  ``catch_warnings`` block with ``simplefilter("always")`` (pytest.warns, pytest's
+  per-test block under ``-W always``) the plan's ``divide``/``log``/``subtract`` warned
+  from ``<pyjax jit ...>``.  ``np.errstate`` is per thread: the stream workers that run
+  plans asynchronously enter it themselves (~1 us a call)."""
+  errstate = np.errstate
+
+  def run(*bufs):
+    with errstate(all="ignore"):
+      return plan(*bufs)
+  run.__name__ = getattr(plan, "__name__", "plan")
+  return run
 
 
 def _numpy_plan(closed_jaxpr, name):
