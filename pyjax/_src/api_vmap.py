@@ -381,19 +381,28 @@ def _custom_vjp_call_batch(interp, args, dims, *, call_jaxpr, fwd_jaxpr_thunk, b
     if "bwd" not in cache:
       _, _, _, fwd_closed = fwd_parts(cache)
       n_o, n_r, make_bwd = cache["sizes"]
-      res_avals = list(fwd_closed.out_avals[n_o:])
+      # a residual the fwd rule returned as a constant (equinox's Python-bool perturbed
+      # flags) reaches the bwd rule as that value, unbatched, as JAX's vmap passes it
+      res_vars = fwd_closed.jaxpr.outvars[n_o:]
+      static = [type(v) is core.Literal for v in res_vars]
+      res_avals = [a for a, s in zip(fwd_closed.out_avals[n_o:], static) if not s]
       ct_avals = [ad.tangent_aval(a) for a in fwd_closed.out_avals[:n_o]]
       user_bwd = make_bwd(p_avals)
+      n_dyn = len(res_avals)
 
       def bwd_traced(*xs):
-        return [ad.instantiate_zeros(c) for c in user_bwd(list(xs[:n_r]), list(xs[n_r:]))]
+        it = iter(xs[:n_dyn])
+        res = [core.literal_value(v) if s else next(it) for v, s in zip(res_vars, static)]
+        return [ad.instantiate_zeros(c) for c in user_bwd(res, list(xs[n_dyn:]))]
       cache["ct_avals"] = ct_avals
+      cache["res_static"] = static
       cache["bwd"] = _trace_batched(interp, bwd_traced, res_avals + ct_avals,
-                                    [True] * (n_r + n_o), False)
+                                    [True] * (n_dyn + n_o), False)
     return cache["bwd"]
 
   def new_bwd(cache, res, cts):
     batched, out_b, c_vals, _ = bwd_parts(cache)
+    res = [r for r, s in zip(res, cache["res_static"]) if not s]
     cts = [ad.zeros_like_aval(batching.batched_aval(a, 0, size)) if type(c) is ad.Zero else c
            for c, a in zip(cts, cache["ct_avals"])]
     outs = core.eval_jaxpr(batched.jaxpr, batched.consts, *c_vals, *res, *cts)

@@ -1076,3 +1076,32 @@ def test_grad_of_custom_jvp_rule_calling_jvp_of_jit_and_cond():
     return np.concatenate([api.grad(f)(x), api.jit(api.grad(f))(x),
                            api.vmap(api.grad(f))(jnp_.stack([x, -x])).ravel()])
   np.testing.assert_allclose(run(pyjax), run(jax), rtol=1e-6)
+
+
+def test_custom_vjp_python_residual_stays_static_under_vmap():
+  # (diffrax test_adjoint::test_against: equinox's checkpointed while loop passes Python-bool
+  # perturbed flags to its bwd rule as residuals; under vmap they must stay Python values)
+  jax = _jax()
+
+  def run(api):
+    seen = []
+
+    @api.custom_vjp
+    def f(x):
+      return api.numpy.sin(x)
+
+    def fwd(x):
+      return f(x), (api.numpy.cos(x), True, 2.0)
+
+    def bwd(res, g):
+      c, flag, k = res
+      seen.append(type(flag).__name__)
+      return ((g * c * k if flag else g),)   # `if flag` raises on a traced value
+    f.defvjp(fwd, bwd)
+    xs = api.numpy.array([0.5, 1.5])
+    g = api.grad(lambda xs: api.vmap(f)(xs).sum())(xs)
+    gj = api.jit(api.grad(lambda xs: api.vmap(f)(xs).sum()))(xs)
+    return np.concatenate([g, gj]), seen
+  got, want = run(pyjax), run(jax)
+  np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+  assert got[1] == want[1]
