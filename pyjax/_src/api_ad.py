@@ -22,6 +22,7 @@ from pyjax._src import tree_util
 from pyjax._src import api_util as _api_util
 from pyjax._src.avals import ShapedArray
 from pyjax._src.interpreters import ad
+from pyjax._src.interpreters import batching
 from pyjax._src.interpreters.ad import Zero
 from pyjax._src.lax import elementwise as _elementwise
 
@@ -1009,8 +1010,15 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, in_mask, symbolic
   return [None] * num_res + lin_cts
 
 
+def _custom_lin_batch(args, dims, **params):
+  # custom_lin only exists to be transposed; vmap reaches it only through forward mode
+  # (vmap of jvp/jacfwd of a custom_vjp function), which is JAX's TypeError here too
+  ad._raise_custom_vjp_jvp()
+
+
 ad.primitive_jvps[custom_lin_p] = _custom_lin_jvp
 ad.primitive_transposes[custom_lin_p] = _custom_lin_transpose
+batching.primitive_batchers[custom_lin_p] = _custom_lin_batch
 
 
 def _run_custom_vjp(interp, fwd_flat, bwd_user, primals, tangents, symbolic_zeros):

@@ -19,6 +19,7 @@ import re
 import sys
 import threading
 import types
+import weakref
 
 import numpy as np
 
@@ -826,6 +827,62 @@ def eval_jaxpr(jaxpr, consts, *args):
 
 
 _weak_literal_cache = {}
+# id -> (weakref, owner) of the 0-d Arrays that stand for host constants in a traced
+# program (jnp's promotion of Python/NumPy scalars, values folded from them, literals
+# re-bound by eval_jaxpr): JAX's tracers with a Literal value.  The staging interpreter
+# that was current when one was made inlines it as a literal (``owner``: a weakref to it;
+# None for any); in any other trace -- a nested one it is closed over in -- it is a
+# constvar, as JAX's outer tracer would be.  A closed-over eager Array is a constvar.
+_host_constants = {}
+
+
+def _staging_owner():
+  """The nearest staging interpreter (``_ANY`` for a partial-evaluation one: the value is
+  a literal wherever it is staged), or None."""
+  i = _state.interp
+  while i is not None and not isinstance(i, StagingInterpreter):
+    i = getattr(i, "parent", None)
+  return i if i is None or type(i) is StagingInterpreter else _ANY
+
+
+_ANY = object()
+
+
+def host_constant(x):
+  """Mark the 0-d Array ``x``, made from a host (Python/NumPy) constant, as a literal of
+  the trace being staged; returns ``x``.  Nothing while no trace is active (an Array made
+  eagerly and closed over stays a constvar, as in JAX)."""
+  if _state.interp is not eval_interpreter and not x.aval.shape:
+    owner = _staging_owner()
+    if owner is not None:
+      _mark_host_constant(x, owner)
+  return x
+
+
+def folded_host_constant(out, args):
+  """``out``, evaluated now from ``args`` while tracing (constant folding): marked as a
+  host constant when every Array among ``args`` is a literal of the current trace (a value
+  folded from a closed-over Array stays a constvar).  Returns ``out``."""
+  if _state.interp is not eval_interpreter and type(out) is ArrayImpl and not out.aval.shape:
+    owner = _staging_owner()
+    if owner is not None and all(not isinstance(a, Array) or is_host_constant(a, owner)
+                                 for a in args):
+      _mark_host_constant(out, owner)
+  return out
+
+
+def is_host_constant(x, interp):
+  """Whether the Array ``x`` is a literal of the staging interpreter ``interp``."""
+  hit = _host_constants.get(id(x))
+  if hit is None or hit[0]() is not x:
+    return False
+  return hit[1] is None or interp is _ANY or hit[1]() is interp
+
+
+def _mark_host_constant(x, owner=_ANY):
+  key = id(x)
+  _host_constants[key] = (weakref.ref(x, lambda _, key=key: _host_constants.pop(key, None)),
+                          None if owner is _ANY else weakref.ref(owner))
 
 
 def literal_value(lit):
@@ -838,6 +895,7 @@ def literal_value(lit):
   hit = _weak_literal_cache.get(key)
   if hit is None:
     hit = ArrayImpl(np.asarray(v, lit.aval.dtype), lit.aval, None, False)
+    _mark_host_constant(hit)
     if len(_weak_literal_cache) < 4096:
       _weak_literal_cache[key] = hit
   return hit
@@ -876,6 +934,7 @@ class StagingInterpreter(Interpreter):
     self.constvars = []
     self.consts = []
     self._const_ids = {}
+    self._literal_tracers = {}   # id -> (host constant, its tracer): _literal_tracer
     self.debug_info = debug_info
 
   def __repr__(self):
@@ -895,11 +954,31 @@ class StagingInterpreter(Interpreter):
       return Literal(x, aval)
     if isinstance(x, Tracer) and x._trace.finished:
       raise_escaped_tracer(x)
-    if isinstance(x, np.generic) or (t is np.ndarray and x.ndim == 0) or (t is ArrayImpl and not x.aval.shape):
+    # NumPy scalars, 0-d ndarrays and 0-d Arrays made from host constants during tracing
+    # (``host_constant``) inline as literals; any other Array, even 0-d, stays a constvar,
+    # as in JAX (equinox's closure conversion counts the consts)
+    if isinstance(x, np.generic) or (t is np.ndarray and x.ndim == 0):
       aval = get_aval(x)
-      val = np.asarray(x, aval.dtype) if t is not ArrayImpl else x._data()
-      return Literal(val[()], aval)
+      return Literal(np.asarray(x, aval.dtype)[()], aval)
+    if t is ArrayImpl and not x.aval.shape:
+      hit = _host_constants.get(id(x))
+      if hit is not None and hit[0]() is x:
+        owner = self if hit[1] is None or type(self) is not StagingInterpreter else hit[1]()
+        if owner is self:
+          return Literal(x._data()[()], x.aval)
+        if owner is not None and not owner.finished:
+          # a literal of an enclosing trace closed over here: a tracer of that trace
+          return self._const(owner._literal_tracer(x))
     return self._const(x)
+
+  def _literal_tracer(self, x):
+    """A tracer of this interpreter for its host constant ``x`` (its atom a literal), as
+    JAX's tracer with a Literal value, for a nested trace that closes over ``x``."""
+    lits = self._literal_tracers
+    hit = lits.get(id(x))
+    if hit is None or hit[0] is not x:
+      hit = lits[id(x)] = (x, StagingTracer(self, x.aval, Literal(x._data()[()], x.aval)))
+    return hit[1]
 
   def _const(self, x):
     key = id(x)

@@ -1105,3 +1105,54 @@ def test_custom_vjp_python_residual_stays_static_under_vmap():
   got, want = run(pyjax), run(jax)
   np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
   assert got[1] == want[1]
+
+
+def _jaxpr_text(jax, f, *args):
+  return str(jax.make_jaxpr(f)(*args))
+
+
+def test_closed_over_0d_array_is_a_constvar_host_scalars_literals():
+  # optimistix (equinox filter_closure_convert): a closed-over concrete 0-d jax Array is a
+  # constvar as in JAX; Python/NumPy scalars and constants made while tracing are literals
+  jax = _jax()
+  def cases(jx, jn):
+    c, ci = jn.array(2.0), jn.array(2, jn.int32)
+    return [
+        lambda v: v * c,                                   # constvar
+        lambda v: v * ci,                                  # convert of a constvar
+        lambda v: v * 2 + np.float32(3) + np.array(1.0),  # literals
+        lambda v: v * 0.5 + jn.array(3.0) + jn.zeros(()),
+        lambda v: jx.lax.switch(1, [lambda x: x, lambda x: x * c], v),
+    ]
+  for fp, fj in zip(cases(pyjax, jnp), cases(jax, jax.numpy)):
+    assert _jaxpr_text(pyjax, fp, 1.0) == _jaxpr_text(jax, fj, 1.0)
+
+
+def test_constant_made_in_a_trace_is_a_const_of_a_nested_trace():
+  # a scalar made inside jit and closed over by a nested make_jaxpr is a constant there
+  # (JAX: a tracer of the outer trace), in first-use order with the other closed-over values
+  jax = _jax()
+  def counts(jx, jn):
+    out = []
+    def f(x):
+      i = jn.array(0)
+      out.append([type(c).__name__.endswith("Tracer") for c in
+                  jx.make_jaxpr(lambda y: y * x[i % 3] + x)(x).consts])
+      return x
+    jx.jit(f)(jn.arange(3.0))
+    return out
+  assert counts(pyjax, jnp) == counts(jax, jax.numpy) == [[True, True]]
+
+
+def test_vmap_of_a_linearized_custom_vjp_function_is_jax_forward_mode_error():
+  # optimistix test_gauss_newton_jacrev(jac="fwd"): vmap reaches custom_lin; JAX's TypeError
+  jax = _jax()
+  for jx, jn in ((jax, jax.numpy), (pyjax, jnp)):
+    @jx.custom_vjp
+    def f(x):
+      return x ** 2
+    f.defvjp(lambda x: (x ** 2, 2 * x), lambda r, g: (r * g,))
+    def g(x):
+      return jx.vmap(jx.linearize(f, x)[1])(jn.eye(3))
+    with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+      jx.jit(g)(jn.arange(3.0))

@@ -732,7 +732,8 @@ def _strong(x, dtype=None):
   if isinstance(x, core.Tracer):
     return _convert(x, dtype)
   with core.set_interpreter(core.eval_interpreter):
-    return _convert(x, dtype)
+    out = _convert(x, dtype)
+  return core.folded_host_constant(out, (x,))
 
 
 def _pow_jvp_lhs(g, ans, x, y):

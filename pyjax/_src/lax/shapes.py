@@ -88,7 +88,8 @@ def _concrete(fn, *args):
   constant folding (a staged jaxpr then sees a literal or a constant, not an equation)."""
   from pyjax._src.transfer_guard import constant_folding
   with constant_folding():
-    return fn(*args)
+    out = fn(*args)
+  return core.folded_host_constant(out, args)
 
 
 def _asarray(x):

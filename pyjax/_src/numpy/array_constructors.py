@@ -42,7 +42,8 @@ def _from_python_scalar(x, dtype):
     d = dtypes.python_scalar_dtype(t)
     if t is int:
       _check_int_range(x, d)
-    return ArrayImpl(np.array(x, d), ShapedArray((), d, t is not bool), _devices.default_device(), False)
+    return core.host_constant(ArrayImpl(np.array(x, d), ShapedArray((), d, t is not bool),
+                                        _devices.default_device(), False))
   # with a dtype, JAX converts through the dtype's Python type, then NumPy: so a complex
   # into a real dtype is a TypeError, NaN/inf into an integer dtype a ValueError/
   # OverflowError, and an out-of-range int NumPy's OverflowError -- no silent wrapping
@@ -56,7 +57,8 @@ def _from_python_scalar(x, dtype):
     v = float(x)
   with np.errstate(over="ignore"):
     buf = np.array(v, dtype)
-  return ArrayImpl(buf, ShapedArray((), dtype, False), _devices.default_device(), False)
+  return core.host_constant(ArrayImpl(buf, ShapedArray((), dtype, False),
+                                      _devices.default_device(), False))
 
 
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
@@ -117,7 +119,8 @@ def _array(obj, d):
                       f"value is of type {type(obj)} and was passed to stage at position 0.\n")
     nd = d if d is not None else dtypes.canonicalize_dtype(obj.dtype)
     buf = np.array(obj, dtype=nd, copy=True) if obj.dtype != nd else np.array(obj, copy=True)
-    return ArrayImpl(buf, ShapedArray(buf.shape, nd, False), _devices.default_device(), False)
+    return core.host_constant(ArrayImpl(buf, ShapedArray(buf.shape, nd, False),
+                                        _devices.default_device(), False))
   if isinstance(obj, (list, tuple)):
     leaves = _leaves(obj, [])
     if any(isinstance(l, core.Tracer) or type(l) is ArrayImpl for l in leaves):

@@ -84,7 +84,8 @@ def _const(value, dtype, weak=False):
     with warnings.catch_warnings():
       warnings.simplefilter("ignore")
       buf = np.asarray(value).astype(dtype)
-    return ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak), _devices.default_device(), False)
+    return core.host_constant(ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak),
+                                        _devices.default_device(), False))
   if t in _scalar_types or isinstance(value, np.generic):
     nonfinite_to_int = (dtypes.is_int(dtype) and t is not bool
                         and not isinstance(value, (np.bool_, np.integer))
@@ -94,8 +95,8 @@ def _const(value, dtype, weak=False):
         with warnings.catch_warnings():
           warnings.simplefilter("ignore")
           buf = np.asarray(value, dtype=dtype)
-        return ArrayImpl(buf, ShapedArray(buf.shape, dtype, False), _devices.default_device(),
-                         False)
+        return core.host_constant(ArrayImpl(buf, ShapedArray(buf.shape, dtype, False),
+                                            _devices.default_device(), False))
       except OverflowError:
         pass
   if t is ArrayImpl or isinstance(value, np.ndarray):
@@ -105,14 +106,16 @@ def _const(value, dtype, weak=False):
       with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         buf = np.asarray(src).astype(dtype)
-      return ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak), _devices.default_device(),
-                       False)
+      return core.folded_host_constant(
+          ArrayImpl(buf, ShapedArray(buf.shape, dtype, weak), _devices.default_device(), False),
+          (value,))
   if t in _scalar_types or t is ArrayImpl or isinstance(value, (np.ndarray, np.generic)):
     # inexact to integer: convert now with the backend's (XLA's saturating) semantics,
     # eagerly, so a traced program sees a constant rather than a conversion
     from pyjax._src.transfer_guard import constant_folding
     with constant_folding():
-      return lax_e._convert_element_type(value, dtype, weak)
+      out = lax_e._convert_element_type(value, dtype, weak)
+    return core.folded_host_constant(out, (value,))
   return lax_e._convert_element_type(value, dtype, weak)
 
 

@@ -56,7 +56,8 @@ def _concrete(fn, *args, **kw):
   """Evaluate ``fn`` now on concrete values (JAX constant-folds these)."""
   from pyjax._src.transfer_guard import constant_folding
   with constant_folding():
-    return fn(*args, **kw)
+    out = fn(*args, **kw)
+  return core.folded_host_constant(out, args)
 
 
 def _ndim(x):

@@ -104,7 +104,7 @@ def constant(x, to_dtype, weak=False, position=0):
     with np.errstate(all="ignore"):  # float overflow to inf, NaN to int: as XLA, silently
       buf = np.asarray(x).astype(to_dtype)
   aval = ShapedArray(buf.shape, to_dtype, weak and to_dtype != dtypes.bool_)
-  return ArrayImpl(buf, aval, None, False)
+  return core.host_constant(ArrayImpl(buf, aval, None, False))  # a literal when traced
 
 
 def _guard_h2d(aval):
@@ -319,7 +319,8 @@ def _scalar_like(aval, y):
       return None
     if not -_FMAX[d] < y < _FMAX[d]:  # overflows to inf (or inf/NaN): silently, as XLA
       with np.errstate(all="ignore"):
-        return ArrayImpl(np.array(y, d), ShapedArray((), d, True), None, False)
+        return core.host_constant(ArrayImpl(np.array(y, d), ShapedArray((), d, True), None,
+                                            False))
   elif t is int:
     bounds = _INT_BOUNDS.get(d)
     if bounds is not None:
@@ -341,7 +342,7 @@ def _scalar_like(aval, y):
   # read-only NumPy buffer is shared
   if _cfg.h2d_guarded:
     _guard_h2d(_host_aval(y))
-  return ArrayImpl(b, _WEAK_SCALAR_AVALS[d], None, False)
+  return core.host_constant(ArrayImpl(b, _WEAK_SCALAR_AVALS[d], None, False))
 
 
 _FLOATS = frozenset(dtypes.float_dtypes)

@@ -112,7 +112,8 @@ def eager(fn, *args):
   if any(isinstance(a, core.Tracer) for a in args):
     return fn(*args)
   with core.set_interpreter(core.eval_interpreter):
-    return fn(*args)
+    out = fn(*args)
+  return core.folded_host_constant(out, args)
 
 
 def as_array(x):
@@ -123,8 +124,9 @@ def as_array(x):
   from pyjax._src.lax import elementwise as ew
   aval = core.get_aval(x)
   with core.set_interpreter(core.eval_interpreter):
-    return ew.convert_element_type_p.bind(x, new_dtype=aval.dtype,
-                                          weak_type=aval.weak_type, sharding=None)
+    out = ew.convert_element_type_p.bind(x, new_dtype=aval.dtype,
+                                         weak_type=aval.weak_type, sharding=None)
+  return core.folded_host_constant(out, (x,))
 
 
 # --- jaxpr surgery ---------------------------------------------------------------------
@@ -494,5 +496,6 @@ def promote_weak_typed_input(x, in_aval, out_aval):
     if isinstance(x, core.Tracer):
       return ew.convert_element_type(x, new_dtype), True
     with core.set_interpreter(core.eval_interpreter):
-      return ew.convert_element_type(x, new_dtype), True
+      out = ew.convert_element_type(x, new_dtype)
+    return core.folded_host_constant(out, (x,)), True
   return x, False
