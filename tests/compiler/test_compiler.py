@@ -638,9 +638,35 @@ def test_kernel_counts():
   p = exe.native
   dots = [g_ for g_ in p.fusion.groups if g_.kind == "dot"]
   assert len(dots) == 8 and len(p.segments) == 1   # 3 forward, 3 weight grads, 2 input grads
-  assert p.n_kernels <= 34, p.n_kernels
+  assert p.n_kernels <= 25, p.n_kernels
+  # multi-output fusion: each hidden layer's forward gelu is one kernel, writing the
+  # residuals its backward pass reads (tanh, 1 + tanh) next to the activation
+  gelus = [g_ for g_ in p.fusion.groups if g_.kind == "loop"
+           and any(m.prim == "tanh" for m in g_.members)]
+  assert len(gelus) == 2 and all(len(g_.outputs) == 3 for g_ in gelus), gelus
   for o, r in zip(leaves(out), leaves(numpy_path(_mlp_step, *args))):
     np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-6)
+
+
+def test_multi_output_fusion_keeps_order_and_index():
+  """A materialized elementwise value joins the kernel of a reader only when that reader
+  reads it at the index it computes and no other kernel stands between them: ``t`` feeds
+  the product that ``c`` reads (a merge would be a cycle), ``u`` is read transposed."""
+  rng = np.random.default_rng(1)
+  x, w = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+
+  def f(x, w):
+    t = jnp.tanh(x)
+    u = jnp.exp(x)
+    return t * (t @ w), u + u.T, jnp.sin(u) * 2
+
+  out, exe = native(f, x, w)
+  loops = [g_ for g_ in exe.native.fusion.groups if g_.kind == "loop"]
+  t, u = np.tanh(x), np.exp(x)
+  for o, r in zip(out, (t * (t @ w), u + u.T, np.sin(u) * 2)):
+    np.testing.assert_allclose(np.asarray(o), r, rtol=1e-5, atol=1e-6)
+  # tanh, exp with sin(u) * 2 (merged), t * (t @ w), u + u.T; and the product
+  assert len(loops) == 4 and len(exe.native.fusion.groups) == 5, exe.native.fusion.groups
 
 
 def test_fallback_equations_run_on_numpy_between_segments():

@@ -114,10 +114,13 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
   slots = seg.slots()
   root = lambda v: plan_mod.root(fusion, v)  # noqa: E731
   bodies = []   # the statements of each group
-  for g in seg.groups:
+  for i, g in enumerate(seg.groups):
     if g.kind == "loop":
       kname, params = kernels[g]
       args = [f"(void *)({slots[rv]})" for rv in params]
+      if _runs_as_epilogue(seg, i):
+        bodies.append(["  /* runs as the epilogue of the product above */"])
+        continue
       bodies.append([f"  {{ void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}}; {kname}(P); }}"])
     elif g in kernels:   # an opaque native kernel (opaque.py); literal operands: NULL
       kname, _ = kernels[g]
@@ -125,7 +128,13 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
               for v in list(g.node.ins) + list(g.node.outs)]
       bodies.append([f"  {{ void *P[{len(args)}] = {{{', '.join(args)}}}; {kname}(P); }}"])
     else:
-      lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], elementwise_c.storage_type)
+      ep = None
+      if i + 1 < len(seg.groups) and _runs_as_epilogue(seg, i + 1):
+        e = seg.groups[i + 1]
+        kname, params = kernels[e]
+        ep = (kname, [f"(void *)({slots[rv]})" for rv in params], e.epilogue_mode)
+      lines = dot_mod.emit_call(g.node, lambda v: slots[root(v)], elementwise_c.storage_type,
+                                ep)
       bodies.append(["  " + ln for ln in lines])
   has_dot = any(g.kind == "dot" and g.node.prim == "dot_general" and g not in kernels
                 for g in seg.groups)
@@ -147,6 +156,13 @@ def segment_run_c(fusion, seg, kernels, fname=None, static=False):
   if not static:
     out.append(f"const size_t pyjax_arena_size_{s} = {seg.arena_size};")
   return "\n".join(out) + "\n"
+
+
+def _runs_as_epilogue(seg, i):
+  """Whether loop group ``seg.groups[i]`` runs inside the BLAS product before it."""
+  g = seg.groups[i]
+  return (g.kind == "loop" and g.epilogue_mode != 0 and i > 0
+          and g.epilogue_of is seg.groups[i - 1])
 
 
 def _segment_work(seg):

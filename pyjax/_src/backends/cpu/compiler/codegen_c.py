@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from pyjax._src.backends.cpu.compiler import fusion
+from pyjax._src.backends.cpu.compiler.kernels import dot as dot_mod
 from pyjax._src.backends.cpu.compiler.kernels import elementwise as elementwise_c
 from pyjax._src.backends.cpu.compiler.kernels import vmath
 from pyjax._src.backends.cpu.compiler.ir import Lit, Value
@@ -94,6 +95,12 @@ class KernelGen:
     self.split = None                  # split row: {reduction: C call finishing it}
     # donated inputs whose buffer an output of this kernel may reuse (plan.py): every read of
     # the input must be at the index being written, and before it is written
+    # a product's epilogue (fusion.Fusion._epilogue_able): the product's column count;
+    # ``tile`` becomes the form of the tile function the product calls on each block
+    # (kernels/dot.py EPILOGUE_*): 1 linear, 2 rows x columns, 0 none (it runs on its own)
+    self.tile_n, self.tile = None, 0
+    if group.epilogue_of is not None and not getattr(group, "alias_req", None):
+      self.tile_n = dot_mod.epilogue_columns(group.epilogue_of.node)
     self.alias_out = {v: slot_root(x) for v, x in getattr(group, "alias_req", {}).items()}
     self.alias_in = {x: v for v, x in self.alias_out.items()}
     self._alias_reset()
@@ -302,7 +309,15 @@ class KernelGen:
     else:
       body = self._col()
     src = [TREE1_SOURCE] if self.uses_tree1 else []
-    src += self._range_function("range", body)
+    if self.tile == 2:   # an epilogue over rows [lo, hi) and columns [c0, c1) of a product
+      src += self._range_function("tile", body, cols=True)
+      src.append(f"static void {self.name}_range(void *ctx, int64_t lo, int64_t hi) {{ "
+                 f"{self.name}_tile(ctx, lo, hi, 0, {self.tile_n}); }}")
+    else:
+      src += self._range_function("range", body)
+    if self.tile == 1:   # an epilogue over elements [lo, hi) of a product
+      src.append(f"static void {self.name}_tile(void *ctx, int64_t lo, int64_t hi, "
+                 f"int64_t c0, int64_t c1) {{ (void)c0; (void)c1; {self.name}_range(ctx, lo, hi); }}")
     src.append(f"static void {self.name}(void *const *P) {{")
     if self.par:
       src.append(f"  if (pj_parallel_for) pj_parallel_for({self.name}_range, (void *)P, "
@@ -313,9 +328,10 @@ class KernelGen:
     src.append("}")
     return "\n".join(src) + "\n"
 
-  def _range_function(self, suffix, body, parts=()):
+  def _range_function(self, suffix, body, parts=(), cols=False):
     """``static void <name>_<suffix>(void *ctx, int64_t lo, int64_t hi)``: ``ctx`` holds
-    the parameters' pointers (after the ``parts`` buffers' of a split row)."""
+    the parameters' pointers (after the ``parts`` buffers' of a split row); ``cols``: two
+    more parameters, ``int64_t c0, int64_t c1``, bound the innermost loop."""
     outs = set(self.g.outputs)
     decls = [f"void *const *P = (void *const *)ctx + {len(parts)};" if parts else
              "void *const *P = (void *const *)ctx;", "(void)P; (void)lo; (void)hi;"]
@@ -327,7 +343,8 @@ class KernelGen:
       # an output and the donated input whose buffer it may reuse can be the same memory
       res = "" if (rv in self.alias_in or rv in self.alias_out) else "restrict "
       decls.append(f"{const}{t} *{res}{self.pnames[rv]} = ({const}{t} *)P[{i}];")
-    return ([f"static void {self.name}_{suffix}(void *ctx, int64_t lo, int64_t hi) {{"]
+    extra = ", int64_t c0, int64_t c1" if cols else ""
+    return ([f"static void {self.name}_{suffix}(void *ctx, int64_t lo, int64_t hi{extra}) {{"]
             + ["  " + ln for ln in decls + body] + ["}"])
 
   # -- split rows: one long row's XLA-order sums, the heavy part in parallel --------------
@@ -538,6 +555,8 @@ class KernelGen:
     work = total * max(op_work, 1)
     if len(groups) == 1:
       self.groups = [(groups[0], "m0", 1)]
+      if self.tile_n is not None:
+        self.tile = 1   # linear over the product's elements: a block's rows, or row parts
       self._set_parallel(ext[0], max(op_work, 1))
       # a handful of elements: scalar code (a libmvec call on a mostly empty vector costs
       # more than a few scalar libm calls, which overlap; it matters in loop bodies)
@@ -550,7 +569,11 @@ class KernelGen:
     self.groups.append((groups[-1], inner_name, 2))
     decomp = self._decompose("o", [(f"m{i}", e) for i, e in enumerate(outer)])
     self._set_parallel(n_outer, max(work // max(n_outer, 1), 1))
-    return self._loop_nest([("o", None, None, decomp), (inner_name, ext[-1], "#pragma omp simd")],
+    inner = ext[-1]
+    if self.tile_n is not None and inner == self.tile_n and n_outer * inner == total:
+      self.tile = 2   # rows of the product outside, its columns inside: any block of it
+      inner = ("c0", "c1")
+    return self._loop_nest([("o", None, None, decomp), (inner_name, inner, "#pragma omp simd")],
                            self._emit_map_body)
 
   def _decompose(self, lin, pairs):
@@ -574,6 +597,8 @@ class KernelGen:
       pro = spec[3] if len(spec) > 3 else []
       if e is None:  # the parallel loop: [lo, hi) of the range function
         self.open(pragma, f"for (int64_t {var} = lo; {var} < hi; {var}++) {{")
+      elif isinstance(e, tuple):   # bounds held by variables
+        self.open(pragma, f"for (int64_t {var} = {e[0]}; {var} < {e[1]}; {var}++) {{")
       else:
         self.open(pragma, f"for (int64_t {var} = 0; {var} < {e}; {var}++) {{")
       for ln in pro:
@@ -1224,6 +1249,7 @@ def kernel_source(fusion, group, slot_root, name):
   """(C source of the group's kernel, its parameter root values)."""
   kg = KernelGen(fusion, group, slot_root, name)
   src = kg.generate()
+  group.epilogue_mode = kg.tile
   n = math.prod(kg.shape)
   if n <= vmath.SCALAR_MAX:
     src = vmath.small_trig(src, kg.name, not kg.alias_out and n >= TINY_SIMD)

@@ -43,6 +43,7 @@ EW, LAYOUT, REDUCE, DOT, HOST = "ew", "layout", "reduce", "dot", "host"
 LAYOUT_PRIMS = _table.LAYOUT
 REDUCE_PRIMS = _table.REDUCE
 ORDERED_REDUCTIONS = _table.ORDERED_REDUCTIONS
+EPILOGUE_MIN = 1 << 14    # products with fewer elements run their consumers on their own
 
 
 def classify(node):
@@ -232,6 +233,9 @@ class Group:
     self.node = None           # the node of a dot/host/view group
     self.alias_req = {}        # output value -> donated input value sharing its buffer
     self.alias_ok = {}         # output value -> the kernel generator's verdict (plan.py)
+    self.epilogue = None       # a dot group: the map group run on each block of its result
+    self.epilogue_of = None    # a map group: the dot group running it as its epilogue
+    self.epilogue_mode = 0     # set by the kernel generator: 0 (run on its own), 1, 2
 
   @property
   def rank(self):
@@ -388,6 +392,7 @@ class Fusion:
           self.materialized.add(o)
         continue
       self._place(n, kind)
+    self._merge_maps()
     self._order_groups()
 
   def _need(self, v):
@@ -631,21 +636,130 @@ class Fusion:
         walk(y)
     return out
 
-  def _order_groups(self):
-    for g in self.groups:
-      order = {n: i for i, n in enumerate(self.program.nodes)}
-      g.members.sort(key=lambda n: order[n])
+  def _writers(self):
+    """{materialized value: the group writing it}."""
     writer = {}
     for g in self.groups:
-      if g.kind == "loop":
-        for v in g.outputs:
-          writer[v] = g
+      for v in (g.outputs if g.kind == "loop" else g.node.outs):
+        writer[v] = g
+    return writer
+
+  def _deps(self, writer):
+    """{group: the groups whose values it reads}."""
+    return {g: {writer[x] for x in self.reads(g) if x in writer and writer[x] is not g}
+            for g in self.groups}
+
+  # -- multi-output fusion -----------------------------------------------------------------
+  def _merge_maps(self):
+    """Producer-consumer multi-output fusion: an elementwise loop group P whose values a
+    loop group C over the same index space reads only at the index it computes joins C,
+    and C writes those of P's values that other groups still read.  The greedy pass
+    materializes a value read by several groups in a group of its own (a gelu's ``tanh``,
+    which its backward pass reads too); merged, a gelu layer's forward pass is one kernel
+    instead of three.  A merge that would close a cycle (P feeds a group that feeds C) is
+    not made."""
+    if not any(g.kind == "loop" and g.axes is None for g in self.groups):
+      return
+    writer = self._writers()
+    deps = self._deps(writer)
+    users = {g: set() for g in self.groups}
+    for g, ds in deps.items():
+      for d in ds:
+        users[d].add(g)
+    gone = set()
+    for c in list(self.groups):
+      if c in gone or c.kind != "loop" or c.axes is not None:
+        continue
+      progress = True
+      while progress:
+        progress = False
+        for p in sorted(deps[c], key=lambda g: g.id):
+          if self._can_merge(p, c, users):
+            self._merge(p, c, deps, users)
+            gone.add(p)
+            progress = True
+            break
+    if gone:
+      self.groups = [g for g in self.groups if g not in gone]
+
+  def _can_merge(self, p, c, users):
+    if p.kind != "loop" or p.axes is not None or p.full_shape != c.full_shape:
+      return False
+    ident = _identity_forms(c.full_shape, c.rank)
+    read = False
+    for v in p.outputs:
+      for g, acc in self._uses(v):
+        if g is c:
+          if v.shape != c.full_shape or acc != ("idx", ident) or p.forms[v.producer] != {ident}:
+            return False
+          read = True
+    if not read:
+      return False
+    # no path p -> x -> c through another group (bounded search: unsure means no merge)
+    stack = [x for x in users[p] if x is not c]
+    seen = set()
+    while stack:
+      x = stack.pop()
+      if x is c:
+        return False
+      if x in seen:
+        continue
+      seen.add(x)
+      if len(seen) > 256:
+        return False
+      stack.extend(users[x])
+    return True
+
+  def _merge(self, p, c, deps, users):
+    c.members.extend(p.members)
+    c.forms.update(p.forms)
+    for m in p.members:
+      self.group_of[m] = c
+    for n, uses in self.inline_uses.items():
+      if any(g is p for g, _ in uses):
+        self.inline_uses[n] = [(c if g is p else g, acc) for g, acc in uses]
+    kept = []
+    for v in p.outputs:
+      if all(g is c for g, _ in self._uses(v)):
+        self.materialized.discard(v)    # computed in c's loop, read nowhere else
       else:
-        for v in g.node.outs:
-          writer[v] = g
-    deps = {}
+        kept.append(v)
+    c.outputs = kept + c.outputs
+    deps[c] = (deps[c] | deps[p]) - {p, c}
+    for d in deps[p]:
+      users[d].discard(p)
+      if d is not c:
+        users[d].add(c)
+    for u in users[p]:
+      if u is not c:
+        deps[u].discard(p)
+        deps[u].add(c)
+    users[c] = (users[c] | users[p]) - {p, c}
+    del deps[p], users[p]
+
+  def _epilogue_able(self, d, c):
+    """Whether map group ``c`` (placed right after dot group ``d``) can run as ``d``'s
+    epilogue: on each block of the product as soon as BLAS wrote it, while it is in cache
+    (``kernels/dot.py``).  ``d`` must be a BLAS product without batch dimensions whose
+    result is large enough to be split into blocks, and ``c`` must loop over the product's
+    shape and read the product only at the index it computes (a block's elements only)."""
+    node = d.node
+    if node.prim != "dot_general" or opaque.lookup(node) is not None or not _blas_dot(node):
+      return False
+    (_, _), (lb, _) = node.params["dimension_numbers"]
+    out = node.out
+    if lb or out.size < EPILOGUE_MIN or c.full_shape != out.shape:
+      return False
+    ident = ("idx", _identity_forms(out.shape, c.rank))
+    uses = [acc for g, acc in self._uses(out) if g is c]
+    return bool(uses) and all(acc == ident for acc in uses)
+
+  def _order_groups(self):
+    order = {n: i for i, n in enumerate(self.program.nodes)}
     for g in self.groups:
-      deps[g] = {writer[x] for x in self.reads(g) if x in writer and writer[x] is not g}
+      g.members.sort(key=lambda n: order[n])
+    writer = self._writers()
+    deps = self._deps(writer)
     pos = {n: i for i, n in enumerate(self.program.nodes)}
     key = {g: min(pos[m] for m in (g.members if g.kind == "loop" else [g.node]))
            for g in self.groups}
@@ -666,6 +780,8 @@ class Fusion:
       if g.kind == "dot":
         for c in [c for c in remaining if g in deps[c] and c.kind == "loop"
                   and c.axes is None and deps[c] <= done]:
+          if ordered[-1] is g and self._epilogue_able(g, c):
+            g.epilogue, c.epilogue_of = c, g
           ordered.append(c)
           done.add(c)
           remaining.remove(c)

@@ -74,7 +74,9 @@ def describe(g):
       prims = prims[:117] + "..."
     form = g.form_kind
     shape = ",".join(str(d) for d in g.full_shape)
-    return f"{form} [{shape}]: {prims}"
+    where = " (timed in the product before it: its epilogue)" if (
+        g.epilogue_of is not None and g.epilogue_mode) else ""
+    return f"{form} [{shape}]: {prims}{where}"
   node = g.node
   ins = " ".join(_shape(v) for v in node.ins if type(v) is Value)
   outs = " ".join(_shape(v) for v in node.outs)

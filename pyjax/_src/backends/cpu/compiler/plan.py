@@ -165,8 +165,11 @@ def _plan_arena(fusion, seg, internal):
     return
   first, last = {}, {}
   for i, g in enumerate(seg.groups):
+    # a product's epilogue writes while other blocks of the product still read its
+    # operands: its outputs are live from the product on
+    w = i - 1 if i and g.epilogue_of is seg.groups[i - 1] else i
     for v in _group_writes(fusion, g):
-      first.setdefault(v, i)
+      first.setdefault(v, w)
     for x in _group_reads(fusion, g):
       last[x] = i
   live = []   # (offset, size, last_use)
@@ -229,6 +232,8 @@ def donation_candidates(fusion, steps, pairs):
     g = s.groups[writer]
     if g.kind != "loop" or any(x in _group_reads(fusion, h) for h in s.groups[writer + 1:]):
       continue
+    if g.epilogue_of is not None and x in _group_reads(fusion, g.epilogue_of):
+      continue   # an epilogue writes blocks while the product still reads x
     if v in g.alias_req or x in g.alias_req.values():
       continue
     g.alias_req[v] = x

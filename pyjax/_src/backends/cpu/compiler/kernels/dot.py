@@ -91,11 +91,24 @@ def canonicalize(program):
   return program
 
 
-def emit_call(node, slot, ctype_of):
+def epilogue_columns(node):
+  """The column count of dot ``node``'s result seen as a matrix (its rhs free size)."""
+  lc, rc, lb, rb, lf, rf = _dims(node)
+  return math.prod(node.ins[1].shape[i] for i in rf)
+
+
+def emit_call(node, slot, ctype_of, epilogue=None):
   """C statements computing the dot ``node``; ``slot(v)`` gives a value's pointer
-  expression.  The product runs through ``pj_gemm_par`` (GEMM_HELPERS): BLAS itself runs
+  expression.  The product runs through ``pj_gemm_run`` (GEMM_HELPERS): BLAS itself runs
   single-threaded and pyjax's pool splits the work (batch items, or blocks of the larger
-  of the output's rows and columns: ``block_size``) across threads."""
+  of the output's rows and columns: ``block_size``) across threads.
+
+  ``epilogue``: (kernel name, its parameter expressions, form) of a map kernel that reads
+  the product only at the index it computes (``fusion.Fusion._epilogue_able``): each
+  thread runs it on a block as soon as BLAS wrote the block, while it is in cache -- an
+  optimizer's ``w - lr * grad`` or a layer's activation no longer reads the product back
+  from memory, and takes no pass of the pool of its own.  The kernel's values do not
+  depend on the blocks, so the bits are those of the product then the kernel."""
   lhs, rhs = node.ins
   out = node.outs[0]
   tl, tr = orientation(node)
@@ -109,15 +122,22 @@ def emit_call(node, slot, ctype_of):
   lines = ["{"]
   lines.append(f"  const {t} *pa = (const {t} *)({a}); const {t} *pb = (const {t} *)({b});")
   lines.append(f"  {t} *pc = ({t} *)({c});")
+  if epilogue is not None:
+    kname, args, _ = epilogue
+    lines.append(f"  void *P[{max(len(args), 1)}] = {{{', '.join(args) or '0'}}};")
   if m == 0 or n == 0 or nb == 0:
     lines.append("  (void)pa; (void)pb; (void)pc;")
   elif k == 0:
     lines.append(f"  (void)pa; (void)pb; memset(pc, 0, sizeof({t}) * {nb * m * n});")
   else:
     dbl = 1 if out.dtype == elementwise_c.F64 else 0
+    ep = f", {epilogue[0]}_tile, (void *)P, {epilogue[2]}" if epilogue is not None else ""
     lines.append(f"  pj_gemm_job job = {{{dbl}, {int(tl)}, {int(tr)}, {m}, {n}, {k}, {nb}, "
-                 f"pa, pb, pc, {block_size(m, n, k, nb)}}};")
+                 f"pa, pb, pc, {block_size(m, n, k, nb)}{ep}}};")
     lines.append("  pj_gemm_run(&job);")
+    epilogue = None
+  if epilogue is not None:   # nothing to split: the kernel runs on its own
+    lines.append(f"  {epilogue[0]}(P);")
   lines.append("}")
   return lines
 
@@ -155,8 +175,24 @@ GEMM_HELPERS = r"""
    batch item, on Fortran BLAS (column-major: C^T = B^T A^T).  Work is split over batch
    items, or over blocks of ``bs`` rows (m >= n) or columns of C (dot.block_size: fixed by
    the shapes, so the bits never depend on the threads), on pyjax's thread pool. */
-typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; int64_t bs; }
+typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; int64_t bs;
+                 void (*ep)(void *, int64_t, int64_t, int64_t, int64_t); void *ep_ctx;
+                 int ep_form; }
   pj_gemm_job;
+
+/* the epilogue (dot.emit_call) on the block of rows [r0, r1) x columns [c0, c1) of C just
+   written (unbatched products only): form 2 takes rows and a column range, form 1 linear
+   element ranges (one per row unless the block spans whole rows) */
+static void pj_gemm_epilogue(const pj_gemm_job *J, int64_t r0, int64_t r1, int64_t c0,
+                             int64_t c1) {
+  if (J->ep_form == 2) {
+    J->ep(J->ep_ctx, r0, r1, c0, c1);
+  } else if (c0 == 0 && c1 == J->n) {
+    J->ep(J->ep_ctx, r0 * J->n, r1 * J->n, 0, 0);
+  } else {
+    for (int64_t r = r0; r < r1; r++) J->ep(J->ep_ctx, r * J->n + c0, r * J->n + c1, 0, 0);
+  }
+}
 
 static void pj_gemm_block(const pj_gemm_job *J, int64_t bi, int64_t r0, int64_t r1,
                           int64_t c0, int64_t c1) {
@@ -190,9 +226,13 @@ static void pj_gemm_range(void *ctx, int64_t lo, int64_t hi) {
     int64_t bs = J->bs > 0 ? J->bs : (J->m >= J->n ? J->m : J->n);
     int64_t a0 = u * bs, a1 = a0 + bs;
     if (J->m >= J->n) {
-      pj_gemm_block(J, 0, a0, a1 < J->m ? a1 : J->m, 0, J->n);
+      if (a1 > J->m) a1 = J->m;
+      pj_gemm_block(J, 0, a0, a1, 0, J->n);
+      if (J->ep && a0 < a1) pj_gemm_epilogue(J, a0, a1, 0, J->n);
     } else {
-      pj_gemm_block(J, 0, 0, J->m, a0, a1 < J->n ? a1 : J->n);
+      if (a1 > J->n) a1 = J->n;
+      pj_gemm_block(J, 0, 0, J->m, a0, a1);
+      if (J->ep && a0 < a1) pj_gemm_epilogue(J, 0, J->m, a0, a1);
     }
   }
 }
