@@ -1156,3 +1156,18 @@ def test_vmap_of_a_linearized_custom_vjp_function_is_jax_forward_mode_error():
       return jx.vmap(jx.linearize(f, x)[1])(jn.eye(3))
     with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
       jx.jit(g)(jn.arange(3.0))
+
+
+def test_multivariate_normal_with_shape_under_rank_promotion_raise():
+  # (diffrax test_brownian::test_shape_and_dtype: its conftest sets rank promotion to
+  # 'raise'; JAX adds the mean to the (*shape, n) samples with promotion allowed)
+  jax = _jax()
+
+  def run(api):
+    cov = api.numpy.array([[2.0, 0.5], [0.5, 1.0]])
+    with api.numpy_rank_promotion("raise"):
+      return np.asarray(api.random.multivariate_normal(api.random.key(0), api.numpy.ones(2),
+                                                       cov, shape=(3,)))
+  got, want = run(pyjax), run(jax)
+  assert got.shape == want.shape == (3, 2)
+  np.testing.assert_allclose(got, want, rtol=1e-5)

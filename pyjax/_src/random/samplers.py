@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pyjax._src import config as _config
 from pyjax._src import core, dtypes
 from pyjax._src.api import jit
 from pyjax._src.lax import lax_api as lax
@@ -458,7 +459,8 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
   else:
     factor = linalg.cholesky(cov)
   normal_samples = normal(key, shape + mean.shape[-1:], dtype)
-  return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+  with _config.numpy_rank_promotion("allow"):   # mean broadcasts against ``shape`` (as JAX)
+    return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
 
 
 @accepts_out_sharding()
