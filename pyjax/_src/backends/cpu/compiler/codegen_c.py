@@ -93,14 +93,14 @@ class KernelGen:
     self.heap_rows = []                # row buffers to free at the end of the row
     self.uses_tree1 = False            # calls a TREE1_SOURCE helper
     self.split = None                  # split row: {reduction: C call finishing it}
-    # donated inputs whose buffer an output of this kernel may reuse (plan.py): every read of
-    # the input must be at the index being written, and before it is written
     # a product's epilogue (fusion.Fusion._epilogue_able): the product's column count;
     # ``tile`` becomes the form of the tile function the product calls on each block
-    # (kernels/dot.py EPILOGUE_*): 1 linear, 2 rows x columns, 0 none (it runs on its own)
+    # (dot.emit_call): 1 linear, 2 rows x columns, 0 none (the kernel runs on its own)
     self.tile_n, self.tile = None, 0
     if group.epilogue_of is not None and not getattr(group, "alias_req", None):
       self.tile_n = dot_mod.epilogue_columns(group.epilogue_of.node)
+    # donated inputs whose buffer an output of this kernel may reuse (plan.py): every read of
+    # the input must be at the index being written, and before it is written
     self.alias_out = {v: slot_root(x) for v, x in getattr(group, "alias_req", {}).items()}
     self.alias_in = {x: v for v, x in self.alias_out.items()}
     self._alias_reset()
@@ -570,7 +570,7 @@ class KernelGen:
     decomp = self._decompose("o", [(f"m{i}", e) for i, e in enumerate(outer)])
     self._set_parallel(n_outer, max(work // max(n_outer, 1), 1))
     inner = ext[-1]
-    if self.tile_n is not None and inner == self.tile_n and n_outer * inner == total:
+    if self.tile_n is not None and inner == self.tile_n:
       self.tile = 2   # rows of the product outside, its columns inside: any block of it
       inner = ("c0", "c1")
     return self._loop_nest([("o", None, None, decomp), (inner_name, inner, "#pragma omp simd")],
