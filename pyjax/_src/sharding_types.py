@@ -273,6 +273,33 @@ def _dot_general(ctx, eqn, in_avals, in_specs, out_avals):
   return [tuple(out)]
 
 
+def _conv(ctx, eqn, in_avals, in_specs, out_avals):
+  """``conv_general_dilated``: its ``out_sharding`` if given; else, with the kernel
+  unsharded and the input's feature dimension unsharded, the input's spec position by
+  position (a spatial dimension whose size changes must stay divisible); otherwise
+  JAX's error over Explicit axes (unsharded over Auto ones)."""
+  nd = len(out_avals[0].shape)
+  forced = ctx.from_sharding(eqn.params.get("out_sharding"), nd)
+  if forced is not None:
+    return [forced]
+  ls, rs = in_specs
+  la = in_avals[0]
+  feature = eqn.params["dimension_numbers"].lhs_spec[1]
+  if not any(rs) and not ls[feature]:
+    shape = out_avals[0].shape
+    for d, (names, n_in, n_out) in enumerate(zip(ls, la.shape, shape)):
+      if names and n_in != n_out and n_out % ctx.factor(names):
+        ctx.fail((names,), (
+            f"conv_general_dilated on sharded dims where out dim ({n_out}) is not divisible "
+            f"by mesh axes ({ctx.factor(names)}) with spec ({_entry_repr(names)}) is not "
+            f"implemented. Got input type={_short(la, ls, ctx)} and output shape={shape}"))
+        return [((),) * nd]
+    return [tuple(ls)]
+  ctx.fail(tuple(ls) + tuple(rs), "Please specify the output sharding via `out_sharding` "
+           "parameter of `conv_general_dilated`")
+  return [((),) * nd]
+
+
 def _constraint(ctx, eqn, in_avals, in_specs, out_avals):
   s = ctx.from_sharding(eqn.params.get("sharding"), len(out_avals[0].shape))
   return [s if s is not None else in_specs[0]]
@@ -308,6 +335,7 @@ _RULES = {
     "argmax": _argminmax, "argmin": _argminmax,
     "transpose": _transpose, "squeeze": _squeeze, "reshape": _reshape,
     "dot_general": _dot_general, "sharding_constraint": _constraint,
+    "conv_general_dilated": _conv,
 }
 # primitives whose outputs have their inputs' shape without being elementwise
 _NOT_ELEMENTWISE = frozenset({

@@ -126,3 +126,38 @@ def test_vmap_of_sharding_constraint_batches_the_spec():
   # JAX writes the batch dimension as UNCONSTRAINED, pyjax as None (it is in
   # unconstrained_dims either way); the other entries are the unbatched spec's
   assert got[2] == ["None", "a", "b"] and want[2] == ["UNCONSTRAINED", "a", "b"]
+
+
+_CONV = r"""
+def run_conv(j, NS, PS):
+  m = j.make_mesh((2, 2), ("X", "Y"))
+  res = {}
+  with j.set_mesh(m):
+    x = j.reshard(np.arange(32, dtype=np.float32).reshape(2, 4, 4), PS("X", None, None))
+    k = np.linspace(-1, 1, 3 * 4 * 8, dtype=np.float32).reshape(3, 4, 8)
+    dn = ("NWC", "WIO", "NWC")
+    conv = lambda a, w, **kw: j.lax.conv_general_dilated(a, w, (1,), "SAME",
+                                                          dimension_numbers=dn, **kw)
+    y = conv(x, k)
+    res["plain"] = (str(j.typeof(y)), np.asarray(y).round(4).tolist())
+    res["out_sharding"] = str(j.typeof(conv(x, k, out_sharding=PS("X", "Y", None))))
+    res["jit"] = str(j.typeof(j.jit(conv)(x, k)))
+    try:
+      conv(x, j.reshard(k, PS(None, None, "Y")))
+      res["sharded_kernel"] = None
+    except Exception as e:
+      res["sharded_kernel"] = (type(e).__name__, str(e).split("\n")[0])
+  return res
+"""
+
+
+def test_conv_sharding_types_like_jax():
+  # (flax nnx.Conv on an Explicit mesh: the output kept no sharding type)
+  want = jax_oracle(_CONV + "\nout['r'] = run_conv(jax, NamedSharding, P)\n")["r"]
+  ns = {"np": np}
+  exec(_CONV, ns)
+  got = ns["run_conv"](pyjax, NamedSharding, P)
+  assert got["plain"][0] == want["plain"][0] == "float32[2@X,4,8]"
+  np.testing.assert_allclose(got["plain"][1], want["plain"][1], rtol=1e-5, atol=1e-4)
+  for k in ("out_sharding", "jit", "sharded_kernel"):
+    assert got[k] == want[k], k

@@ -315,7 +315,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          batch_group_count=1, precision=None, preferred_element_type=None,
                          out_sharding=None):
   """General n-d convolution with dilation, grouping and dimension numbers (XLA Conv).
-  ``out_sharding`` is accepted and ignored (single-device placement)."""
+  ``out_sharding`` (a NamedSharding, or a PartitionSpec under a context mesh) is the
+  result's sharding type (``sharding_types``), a parameter of the equation as in JAX."""
+  if out_sharding is not None:
+    from pyjax._src.out_sharding import resolve_out_sharding
+    out_sharding = resolve_out_sharding(out_sharding, "conv_general_dilated")
   la = _aval_of(lhs, "conv_general_dilated", 0)
   ra = _aval_of(rhs, "conv_general_dilated", 1)
   dnums = conv_dimension_numbers(la.shape, ra.shape, dimension_numbers)
@@ -348,7 +352,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
       feature_group_count=operator.index(feature_group_count),
       batch_group_count=operator.index(batch_group_count),
       precision=canonicalize_precision(precision), preferred_element_type=pref,
-      out_sharding=None)
+      out_sharding=out_sharding)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
