@@ -273,6 +273,25 @@ def _dot_general(ctx, eqn, in_avals, in_specs, out_avals):
   return [tuple(out)]
 
 
+def _varying_out_shape(ctx, name, aval, spec, shape):
+  """The operand's spec for a result of another shape (slices, convolutions): a sharded
+  dimension whose size changes must stay divisible by its mesh axes (JAX's
+  ShardingTypeError over Explicit axes; unsharded over Auto ones)."""
+  for names, n_in, n_out in zip(spec, aval.shape, shape):
+    if names and n_in != n_out and n_out % ctx.factor(names):
+      ctx.fail((names,), (
+          f"{name} on sharded dims where out dim ({n_out}) is not divisible by mesh axes "
+          f"({ctx.factor(names)}) with spec ({_entry_repr(names)}) is not implemented. Got "
+          f"input type={_short(aval, spec, ctx)} and output shape={tuple(shape)}"))
+      return [((),) * len(shape)]
+  return [tuple(spec)]
+
+
+def _slice(ctx, eqn, in_avals, in_specs, out_avals):
+  name = "slicing" if eqn.primitive.name == "slice" else eqn.primitive.name
+  return _varying_out_shape(ctx, name, in_avals[0], in_specs[0], out_avals[0].shape)
+
+
 def _conv(ctx, eqn, in_avals, in_specs, out_avals):
   """``conv_general_dilated``: its ``out_sharding`` if given; else, with the kernel
   unsharded and the input's feature dimension unsharded, the input's spec position by
@@ -286,15 +305,7 @@ def _conv(ctx, eqn, in_avals, in_specs, out_avals):
   la = in_avals[0]
   feature = eqn.params["dimension_numbers"].lhs_spec[1]
   if not any(rs) and not ls[feature]:
-    shape = out_avals[0].shape
-    for d, (names, n_in, n_out) in enumerate(zip(ls, la.shape, shape)):
-      if names and n_in != n_out and n_out % ctx.factor(names):
-        ctx.fail((names,), (
-            f"conv_general_dilated on sharded dims where out dim ({n_out}) is not divisible "
-            f"by mesh axes ({ctx.factor(names)}) with spec ({_entry_repr(names)}) is not "
-            f"implemented. Got input type={_short(la, ls, ctx)} and output shape={shape}"))
-        return [((),) * nd]
-    return [tuple(ls)]
+    return _varying_out_shape(ctx, "conv_general_dilated", la, ls, out_avals[0].shape)
   ctx.fail(tuple(ls) + tuple(rs), "Please specify the output sharding via `out_sharding` "
            "parameter of `conv_general_dilated`")
   return [((),) * nd]
@@ -335,7 +346,7 @@ _RULES = {
     "argmax": _argminmax, "argmin": _argminmax,
     "transpose": _transpose, "squeeze": _squeeze, "reshape": _reshape,
     "dot_general": _dot_general, "sharding_constraint": _constraint,
-    "conv_general_dilated": _conv,
+    "conv_general_dilated": _conv, "slice": _slice, "dynamic_slice": _slice,
 }
 # primitives whose outputs have their inputs' shape without being elementwise
 _NOT_ELEMENTWISE = frozenset({

@@ -38,6 +38,8 @@ def run(jax, jnp, NamedSharding, P, AxisType):
   res['sum'] = desc(x.sum())
   res['mixed'] = desc(x + y)
   res['index'] = desc(x[0])
+  res['slice'] = desc(x[1:])
+  res['dynamic_slice'] = desc(jax.lax.dynamic_slice_in_dim(x, 1, 2))
   res['reshape'] = desc(x.reshape(2, 2))
   res['where'] = desc(jnp.where(x > 1, x, 0.0))
   res['jit'] = desc(jax.jit(lambda a: a * 2)(x))
@@ -142,6 +144,12 @@ def run_conv(j, NS, PS):
     res["plain"] = (str(j.typeof(y)), np.asarray(y).round(4).tolist())
     res["out_sharding"] = str(j.typeof(conv(x, k, out_sharding=PS("X", "Y", None))))
     res["jit"] = str(j.typeof(j.jit(conv)(x, k)))
+    res["slice"] = str(j.typeof(j.jit(lambda a: a[:, 1:])(x)))
+    try:
+      j.jit(lambda a: a[1:])(x)
+      res["slice_error"] = None
+    except Exception as e:
+      res["slice_error"] = (type(e).__name__, str(e).split("\n")[0])
     try:
       conv(x, j.reshard(k, PS(None, None, "Y")))
       res["sharded_kernel"] = None
@@ -151,7 +159,7 @@ def run_conv(j, NS, PS):
 """
 
 
-def test_conv_sharding_types_like_jax():
+def test_conv_and_slice_sharding_types_like_jax():
   # (flax nnx.Conv on an Explicit mesh: the output kept no sharding type)
   want = jax_oracle(_CONV + "\nout['r'] = run_conv(jax, NamedSharding, P)\n")["r"]
   ns = {"np": np}
@@ -159,5 +167,5 @@ def test_conv_sharding_types_like_jax():
   got = ns["run_conv"](pyjax, NamedSharding, P)
   assert got["plain"][0] == want["plain"][0] == "float32[2@X,4,8]"
   np.testing.assert_allclose(got["plain"][1], want["plain"][1], rtol=1e-5, atol=1e-4)
-  for k in ("out_sharding", "jit", "sharded_kernel"):
+  for k in ("out_sharding", "jit", "sharded_kernel", "slice", "slice_error"):
     assert got[k] == want[k], k
