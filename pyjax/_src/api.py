@@ -96,7 +96,8 @@ class ShapeDtypeStruct:
     self.shape = tuple(operator.index(d) for d in shape)
     if dtype is None:
       raise ValueError("ShapeDtypeStruct: dtype must be specified.")
-    self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+    keep = isinstance(dtype, np.dtype) or getattr(dtype, "_pyjax_extended", False)
+    self.dtype = dtype if keep else np.dtype(dtype)   # typed PRNG key dtypes kept as they are
     if sharding is not None and isinstance(sharding, _devices.Device):
       sharding = SingleDeviceSharding(sharding)
     self.sharding = sharding
@@ -187,6 +188,9 @@ def _abstract_leaves(fun, leaves, debug_names, allow_abstract):
   avals = []
   for i, x in enumerate(leaves):
     a = _abstractify(x, allow_abstract)
+    hi_arg = getattr(type(a), "_jit_arg_type", None)   # a mutable hijax value: its lo values
+    if hi_arg is not None:
+      a = hi_arg(a, x) or a
     if a is None:
       names = debug_names()
       path = names[i] if names is not None and i < len(names) else f"args[{i}]"
@@ -1115,7 +1119,9 @@ def _trace_abstract(fun, args, kwargs, static_argnums=(), traced_for="jit"):
     out_tree_box.append(out_tree)
     return out_leaves
 
-  closed, tracer_consts, _ = _state_jit.trace_flat(flat_fun, avals, debug)
+  closed, tracer_consts, info = _state_jit.trace_flat(flat_fun, avals, debug)
+  if info is not None and info.written_hi:   # not the write-back of mutable hijax arguments
+    closed = _state_jit.without_hi_outputs(closed, info)
   if tracer_consts:  # keep outer tracers as constants (make_jaxpr under a transformation)
     j = closed.jaxpr
     k = len(tracer_consts)
@@ -1182,10 +1188,15 @@ def eval_shape(fun, *args, **kwargs):
   closed, out_tree = _trace_abstract(fun, args, kwargs)
   from pyjax._src.jit_sharding import typed_out_shardings   # Explicit-axes types
   shardings = typed_out_shardings(closed, tree_util.tree_leaves((args, kwargs)))
-  return out_tree.unflatten([
+  out = out_tree.unflatten([
       _sds_of(a) if s is None else ShapeDtypeStruct(a.shape, a.dtype, sharding=s,
                                                     weak_type=a.weak_type)
       for a, s in zip(closed.out_avals, shardings)])
+  # a typed key output is a ShapeDtypeStruct of key dtype (not a key array node over one)
+  is_key_sds = lambda x: type(getattr(x, "_base_array", None)) is ShapeDtypeStruct
+  return tree_util.tree_map(
+      lambda x: ShapeDtypeStruct(x.shape, x.dtype, sharding=x._base_array.sharding)
+      if is_key_sds(x) else x, out, is_leaf=is_key_sds)
 
 
 # --- disable_jit / ensure_compile_time_eval ----------------------------------------------

@@ -24,15 +24,22 @@ read (their contents become constants).  A *mutable* hi value (``MutableHiType``
 the program as in JAX: its lo values are inputs read at each call, and the ones the
 function changes are outputs written back into it (through pyjax's ref machinery).
 
-Differs from JAX: such a value may not change its type (QDD) inside jit (``TypeError``);
-hi values cannot be arguments or results of ``jit`` (they are not arrays); jaxprs show lo
-values and threaded inputs/outputs, no hi types; ``VJPHiPrimitive`` (JAX's newer API) is
-not provided.
+A mutable hi value passed as a ``jit`` argument is lowered the same way (``HiArgType``):
+its lo values are the program's inputs, a stand-in is traced, and its final lo values are
+written back into the argument after each call (its type may change there).
+
+Differs from JAX: a value closed over may not change its type (QDD) inside jit
+(``TypeError``); immutable hi values and hi results of ``jit`` are not lowered (they are
+not arrays); jaxprs show lo values and threaded inputs/outputs, no hi types; a mutable hi
+value closed over by a control-flow body (``scan``/``while``/``cond``) outside a jit is
+not threaded (``TypeError``); ``VJPHiPrimitive`` (JAX's newer API) is not provided.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
+
+import numpy as np
 
 from pyjax._src import core
 from pyjax._src import effects
@@ -187,6 +194,72 @@ class MutableHiType(AbstractValue):
   def __repr__(self):
     return f"{type(self).__name__}({','.join(f'{k}={v}' for k, v in vars(self).items())})"
 
+  def _jit_arg_type(self, value):
+    """The jit argument type of ``value`` (of this type): a ``HiArgType`` when it has a
+    QDD (it is then passed to the program as its lo values), else None."""
+    if not getattr(self, "has_qdd", True):
+      return None
+    return HiArgType(self, cur_qdd(value))
+
+
+# --- mutable hi values as jit arguments -----------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class HiArgType:
+  """A mutable hi argument of a jitted function, as its cache key sees it: its type and
+  current QDD.  The program takes its lo values (``aval.lo_ty_qdd(qdd)``) as inputs; the
+  traced function sees a stand-in made from them (``new_from_loval``), and the lo values
+  it leaves there are extra outputs written back into the argument after each call
+  (``update_from_loval``), so the argument is mutated in place as in JAX."""
+  aval: Any
+  qdd: Any
+  is_hi_arg = True
+
+  def lo_avals(self, qdd=None):
+    """The program's inputs for this argument (typed PRNG keys as their raw data)."""
+    return [_raw_aval(a) for a in self.aval.lo_ty_qdd(self.qdd if qdd is None else qdd)]
+
+  def enter(self, lo_vals):
+    """The stand-in for the argument inside the trace, made from its lo tracers."""
+    lo = _from_raw(self.aval.lo_ty_qdd(self.qdd), lo_vals)
+    proxy = self.aval.new_from_loval(self.qdd, *lo)
+    _proxy_ids[id(proxy)] = proxy
+    return proxy
+
+  def exit(self, proxy):
+    """``(qdd, lo values)`` of the stand-in at the end of the trace (the function may have
+    changed its type: the write-back then stores the new type's lo values)."""
+    qdd = cur_qdd(proxy)
+    return qdd, tree_util.tree_leaves(list(self.aval.read_loval(qdd, proxy)))
+
+  def read(self, value):
+    """The argument's current lo values, for a call."""
+    with core.set_interpreter(core.eval_interpreter):
+      qdd = cur_qdd(value)
+      if qdd != self.qdd:
+        raise TypeError(f"a {type(value).__name__} argument changed type ({self.qdd} -> "
+                        f"{qdd}) since the program was traced")
+      return tree_util.tree_leaves(list(self.aval.read_loval(qdd, value)))
+
+  def write(self, value, qdd, lo_vals):
+    """Store a call's new lo values (of type ``qdd``) into the argument."""
+    with core.set_interpreter(core.eval_interpreter):
+      self.aval.update_from_loval(qdd, value, *_from_raw(self.aval.lo_ty_qdd(qdd), lo_vals))
+
+
+def _raw_aval(a):
+  """A lo type as a program input: a typed key array's aval as its raw ``uint32`` data."""
+  impl = getattr(getattr(a, "dtype", None), "impl", None)
+  if impl is None or not getattr(a.dtype, "_pyjax_extended", False):
+    return a
+  return ShapedArray(tuple(a.shape) + tuple(impl.key_shape), np.dtype(np.uint32))
+
+
+def _from_raw(avals, vals):
+  """Lo values of types ``avals`` from program values (raw key data wrapped as keys)."""
+  from pyjax._src.random.keys import PRNGKeyArray
+  return [v if _raw_aval(a) is a else PRNGKeyArray(a.dtype.impl, v)
+          for a, v in zip(avals, vals)]
+
 
 def register_hitype(val_cls, typeof_fn):
   """Make ``jax.typeof(v)`` (and pyjax's ``core.get_aval``) return ``typeof_fn(v)`` for
@@ -260,13 +333,14 @@ class _HiCell:
     if qdd != self.qdd:
       raise TypeError(f"a {type(self.obj).__name__} used inside jit changed type "
                       f"({self.qdd} -> {qdd}) since the program was traced")
-    return list(self.aval.read_loval(qdd, self.obj))
+    return tree_util.tree_leaves(list(self.aval.read_loval(qdd, self.obj)))   # keys: raw
 
   def write(self, k, v):
     with core.set_interpreter(core.eval_interpreter):
       lo = self.read()
       lo[k] = v
-      self.aval.update_from_loval(self.qdd, self.obj, *lo)
+      self.aval.update_from_loval(self.qdd, self.obj,
+                                  *_from_raw(self.aval.lo_ty_qdd(self.qdd), lo))
 
 
 class _HiLeafRef(_ref_types.Ref):
@@ -305,7 +379,8 @@ def _proxy_in_frame(frame, obj):
     return hit
   cell = _cell_of(obj)
   slots = [_ref_types.slot(r) for r in cell.refs]
-  proxy = cell.aval.new_from_loval(cell.qdd, *[s.value for s in slots])
+  proxy = cell.aval.new_from_loval(
+      cell.qdd, *_from_raw(cell.aval.lo_ty_qdd(cell.qdd), [s.value for s in slots]))
   _proxy_ids[id(proxy)] = proxy
   proxies[id(obj)] = hit = (proxy, cell, slots)
   return hit
@@ -318,7 +393,7 @@ def _write_proxy(prim, proxy, cell, slots):
     raise TypeError(f"hijax primitive '{prim.name}' changed the type of a "
                     f"{type(cell.obj).__name__} created outside jit ({cell.qdd} -> {qdd}); "
                     "pyjax threads such values through jit only when their type is kept")
-  new = cell.aval.read_loval(qdd, proxy)
+  new = tree_util.tree_leaves(list(cell.aval.read_loval(qdd, proxy)))
   for s, v in zip(slots, new):
     if v is not s.value:
       _ref_types.check_write(s, v)

@@ -1171,3 +1171,36 @@ def test_multivariate_normal_with_shape_under_rank_promotion_raise():
   got, want = run(pyjax), run(jax)
   assert got.shape == want.shape == (3, 2)
   np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_mutable_hijax_box_as_jit_argument():
+  # (flax nnx mutable_array_test: hijax Variables passed to jit are mutated in place; their
+  # lo values are the program's inputs and outputs; typed keys inside; a changed type)
+  jax = _jax()
+
+  def run(api):
+    hjx = importlib.import_module(api.__name__ + "._src.hijax")
+    traces = []
+
+    @api.jit
+    def f(b, x):
+      traces.append(1)
+      b.set(b.get() * x)
+      return b.get() + 1
+    b, b2 = hjx.Box(api.numpy.float32(1.0)), hjx.Box(api.numpy.float32(5.0))
+    outs = [float(f(b, 2.0)), float(f(b, 3.0)), float(f(b2, 2.0))]
+    kb = hjx.Box(api.random.key(0))
+
+    @api.jit
+    def g(kb):
+      k1, k2 = api.random.split(kb.get())
+      kb.set(k1)
+      return api.random.uniform(k2)
+    outs += [float(g(kb)), float(g(kb))]
+    grow = hjx.Box(api.numpy.zeros(2))
+    api.jit(lambda b: b.set(api.numpy.ones(3)))(grow)
+    sds = api.eval_shape(f, b, 2.0)
+    return (outs, float(b.get()), float(b2.get()), len(traces),
+            np.asarray(api.random.key_data(kb.get())).tolist(), grow.get().shape,
+            (sds.shape, str(sds.dtype)), str(api.eval_shape(lambda: api.random.key(0))))
+  assert run(pyjax) == run(jax)

@@ -20,11 +20,13 @@ class RefInfo:
   """How a traced program uses refs: which flat arguments are refs, which outer refs it
   closes over (extra trailing inputs), and which of those it writes (extra outputs)."""
   __slots__ = ("arg_pos", "closed", "written_args", "written_closed", "n_out", "key_sinks",
-               "debug")
+               "debug", "hi_args", "written_hi")
 
   def __init__(self, arg_pos, closed, written_args, written_closed, n_out, key_sinks=(),
-               debug=None):
+               debug=None, hi_args=(), written_hi=()):
     self.debug = debug
+    self.hi_args = hi_args                 # (position, HiArgType) of mutable hi arguments
+    self.written_hi = written_hi           # (index into hi_args, its final QDD) written
     self.arg_pos = arg_pos
     self.closed = closed
     self.written_args = written_args       # positions (in arg_pos order) written
@@ -42,8 +44,16 @@ def trace_flat(flat_fun, avals, debug=None):
                        " but 'no_tracing' is set")
   leak_mark = tracer_leaks.mark() if tracer_leaks._installed else None
   arg_pos = [i for i, a in enumerate(avals) if type(a) is AbstractRef]
-  inner = [types.shaped(a.inner_aval) if type(a) is AbstractRef else a for a in avals]
-  n = len(avals)
+  hi_args = [(i, a) for i, a in enumerate(avals) if getattr(type(a), "is_hi_arg", False)]
+  inner = []
+  for a in avals:   # a mutable hi argument enters as its lo values
+    if type(a) is AbstractRef:
+      inner.append(types.shaped(a.inner_aval))
+    elif getattr(type(a), "is_hi_arg", False):
+      inner.extend(a.lo_avals())
+    else:
+      inner.append(a)
+  n = len(inner)
   closed_refs = []
   while True:
     frame = Frame()
@@ -51,7 +61,7 @@ def trace_flat(flat_fun, avals, debug=None):
 
     def traced(*xs, frame=frame, result=result, closed_refs=tuple(closed_refs)):
       frame.interp = core._state.interp
-      leaves = list(xs[:n])
+      leaves = _enter_hi_args(avals, xs[:n]) if hi_args else list(xs[:n])
       local = []
       for i in arg_pos:
         r = Ref(leaves[i], frame)
@@ -66,12 +76,13 @@ def trace_flat(flat_fun, avals, debug=None):
       finally:
         types.pop_frame(frame)
       if key_reuse.enabled():   # which key arguments the program consumed
-        result["key_sinks"] = key_reuse.consumed_inputs(xs[:n])
+        result["key_sinks"] = key_reuse.consumed_inputs(leaves)
       wa = [k for k, r in enumerate(local) if r.written]
       wc = [k for k, r in enumerate(closed_refs) if frame.lifted[id(r)].written]
-      result["written"] = (wa, wc, len(outs))
+      hi_out, wh = _exit_hi_args(hi_args, avals, leaves, xs[:n])
+      result["written"] = (wa, wc, len(outs), wh)
       return (outs + [local[k].value for k in wa]
-              + [frame.lifted[id(closed_refs[k])].value for k in wc])
+              + [frame.lifted[id(closed_refs[k])].value for k in wc] + hi_out)
 
     extra = [types.shaped(core.get_aval(types.slot(r).value)) for r in closed_refs]
     closed, tracer_consts = staging.trace_flat(traced, inner + extra, debug)
@@ -84,10 +95,10 @@ def trace_flat(flat_fun, avals, debug=None):
     extend_core.check_jaxpr(closed)
   info = None
   sinks = result.get("key_sinks", ())
-  if arg_pos or closed_refs or sinks:
-    wa, wc, n_out = result["written"]
+  if arg_pos or closed_refs or sinks or hi_args:
+    wa, wc, n_out, wh = result["written"]
     info = RefInfo(tuple(arg_pos), tuple(closed_refs), tuple(wa), tuple(wc), n_out, sinks,
-                   debug)
+                   debug, tuple(hi_args), tuple(wh))
   if leak_mark is not None:   # jax_check_tracer_leaks: the trace's tracers must be dead
     frame = result = traced = None
     tracer_leaks.check(leak_mark)
@@ -108,6 +119,10 @@ def call(info, closed, params, leaves, tracer_consts, inline):
       raise TypeError(f"expected a Ref for argument {i} (the function was traced with one), "
                       f"got {type(r)}")
     vals[i] = types.slot(r).value
+  if info.hi_args:   # mutable hi arguments: their current lo values in
+    hi_pos = dict(info.hi_args)
+    vals = [v for i, x in enumerate(vals)
+            for v in (hi_pos[i].read(x) if i in hi_pos else (x,))]
   extra = [types.slot(r).value for r in info.closed]
   all_args = list(tracer_consts) + vals + extra
   interp = core._state.interp
@@ -121,7 +136,51 @@ def call(info, closed, params, leaves, tracer_consts, inline):
     _write_back(leaves[info.arg_pos[k]], next(rest))
   for k in info.written_closed:
     _write_back(info.closed[k], next(rest))
+  for k, qdd in info.written_hi:
+    i, t = info.hi_args[k]
+    t.write(leaves[i], qdd, [next(rest) for _ in t.lo_avals(qdd)])
   return primary
+
+
+def without_hi_outputs(closed, info):
+  """``closed`` without the trailing outputs that write mutable hi arguments back (for an
+  abstract trace: ``eval_shape``, ``make_jaxpr``)."""
+  j = closed.jaxpr
+  n = info.n_out + len(info.written_args) + len(info.written_closed)
+  return core.ClosedJaxpr(core.Jaxpr(j.constvars, j.invars, j.outvars[:n], j.eqns, j.effects,
+                                     j.debug_info), closed.consts)
+
+
+def _enter_hi_args(avals, xs):
+  """The traced function's arguments: a stand-in made from its lo inputs for each mutable
+  hi argument (``hijax.HiArgType``), the inputs themselves for the others."""
+  it = iter(xs)
+  leaves = []
+  for a in avals:
+    if getattr(type(a), "is_hi_arg", False):
+      leaves.append(a.enter([next(it) for _ in a.lo_avals()]))
+    else:
+      leaves.append(next(it))
+  return leaves
+
+
+def _exit_hi_args(hi_args, avals, leaves, xs):
+  """(extra outputs, [(index, final QDD)]): the lo values of each mutable hi argument whose
+  stand-in the function changed."""
+  if not hi_args:
+    return [], []
+  starts, k = [], 0
+  for a in avals:
+    starts.append(k)
+    k += len(a.lo_avals()) if getattr(type(a), "is_hi_arg", False) else 1
+  outs, written = [], []
+  for j, (i, t) in enumerate(hi_args):
+    qdd, lo = t.exit(leaves[i])
+    ins = xs[starts[i]:starts[i] + len(t.lo_avals())]
+    if qdd != t.qdd or any(v is not x for v, x in zip(lo, ins)):
+      outs.extend(lo)
+      written.append((j, qdd))
+  return outs, written
 
 
 def _check_distinct_refs(info, leaves):
