@@ -458,12 +458,16 @@ class Fusion:
 
   def _cheap_inputs(self, n):
     """Duplicate a cheap elementwise node into several groups only when its operands are
-    in memory or are themselves cheap to recompute (bounds the duplicated work)."""
+    in memory or are themselves cheap to recompute (bounds the duplicated work).  An
+    expensive elementwise operand qualifies: read by several groups through the copies, it
+    is never recomputed but written to memory (``_place``), so the copies cost a cheap
+    operation each instead of a buffer (a gelu's ``1 + tanh``, which its backward pass reads
+    too, next to ``tanh`` itself)."""
     for x in n.ins:
       if type(x) is Lit or x.kind in (INPUT, CONST):
         continue
       p = x.producer
-      if p is None or expensive(p) or self.kind.get(p) == REDUCE:
+      if p is None or self.kind.get(p) == REDUCE:
         return False
     return True
 
