@@ -405,3 +405,12 @@ def make_array(buf, weak_type=False, device=None, committed=False):
 Array.register(ArrayImpl)
 ArrayImpl.__module__ = "pyjax"
 ArrayImpl._array_type = ArrayImpl  # what every layout subclass compares equal to
+
+
+def _flatten_fast_path():
+  """Let the pytree flatteners test for ``ArrayImpl`` by identity (``registry.ARRAY_TYPE``)."""
+  from pyjax._src.tree_util import flatten, registry
+  registry.ARRAY_TYPE = flatten.ARRAY_TYPE = ArrayImpl
+
+
+_flatten_fast_path()

@@ -46,6 +46,7 @@ _default_flat = default_registry._flat
 _default_flat_pred = default_registry._flat_pred
 _default_leaf_types = default_registry._leaf_types
 _tuple_of_leaves_get = _TUPLE_OF_LEAVES.get
+ARRAY_TYPE = None   # ``ArrayImpl``: tested by identity first (see ``registry.ARRAY_TYPE``)
 
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
@@ -61,14 +62,14 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
     if t is tuple:
       # Fast path for a tuple of leaves (jit's common case): a cached treedef.
       for c in tree:
-        if type(c) not in _default_leaf_types:
+        if (tc := type(c)) is not ARRAY_TYPE and tc not in _default_leaf_types:
           break
       else:
         td = _tuple_of_leaves_get(len(tree))
         if td is None:
           td = _tuple_of_leaves_treedef(len(tree))
         return list(tree), td
-    elif t in _default_leaf_types:
+    elif t is ARRAY_TYPE or t in _default_leaf_types:
       return [tree], _LEAF_TREEDEF
     leaves = []
     spec = _default_flat(tree, leaves)

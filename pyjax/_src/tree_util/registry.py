@@ -14,6 +14,13 @@ from pyjax._src.tree_util.spec import (
 )
 from pyjax._src.tree_util.treedef import _make_treedef
 
+# The concrete array type, ``ArrayImpl`` (set by ``runtime/array.py`` when it defines it;
+# also ``flatten.ARRAY_TYPE``).  The hot flatten paths test a leaf's type against it by
+# identity before the leaf-type set: a set look-up of ``ArrayImpl`` runs its metaclass's
+# Python-level ``__hash__`` (its sharded variants compare and hash equal to it), ~0.2 us a
+# leaf -- a 100-Array list flattened in 47 us instead of 29 us for NumPy arrays.
+ARRAY_TYPE = None
+
 # Types known to be leaves, pre-seeded into every registry's kind table.
 _COMMON_LEAF_TYPES = (int, float, bool, complex, str, bytes, type(Ellipsis), type,
                       slice, range)
@@ -90,7 +97,7 @@ class PyTreeRegistry:
         s = [_K_TUPLE if t is tuple else _K_LIST, t, None]
         for c in x:
           tc = type(c)
-          if tc in leaf_types:
+          if tc is ARRAY_TYPE or tc in leaf_types:
             leaves.append(c)
             s.append(None)
           elif tc is dict and not c:  # e.g. the kwargs of (args, kwargs)
@@ -108,13 +115,13 @@ class PyTreeRegistry:
         s = [_K_DICT, dict, tuple(keys)]
         for key in keys:
           c = x[key]
-          if type(c) in leaf_types:
+          if (tc := type(c)) is ARRAY_TYPE or tc in leaf_types:
             leaves.append(c)
             s.append(None)
           else:
             s.append(flat(c, leaves))
         return tuple(s)
-      if t in leaf_types:
+      if t is ARRAY_TYPE or t in leaf_types:
         leaves.append(x)
         return None
       if x is None:
@@ -141,7 +148,7 @@ class PyTreeRegistry:
         children, aux = r
         s = [_K_CUSTOM, t, aux]
       for c in children:
-        if type(c) in leaf_types:
+        if (tc := type(c)) is ARRAY_TYPE or tc in leaf_types:
           leaves.append(c)
           s.append(None)
         else:
