@@ -292,6 +292,37 @@ def _slice(ctx, eqn, in_avals, in_specs, out_avals):
   return _varying_out_shape(ctx, name, in_avals[0], in_specs[0], out_avals[0].shape)
 
 
+def _gather(ctx, eqn, in_avals, in_specs, out_avals):
+  """``gather`` (JAX's rule): the sliced operand dimensions must be unsharded (or taken
+  whole), the index dimensions other than the batching ones unsharded, and batching
+  dimensions agree; then offset dimensions take the operand's axes and the others the
+  indices'.  Otherwise JAX's ShardingTypeError over Explicit axes."""
+  (oa, ia), (os_, is_) = in_avals[:2], in_specs[:2]
+  nd = len(out_avals[0].shape)
+  if not any(os_) and not any(is_):
+    return [((),) * nd]
+  dn = eqn.params["dimension_numbers"]
+  sizes = eqn.params["slice_sizes"]
+  ob, ib = tuple(dn.operand_batching_dims), tuple(dn.start_indices_batching_dims)
+  is_ = list(is_)
+  ok = (all(sizes[i] == oa.shape[i] or not os_[i] for i in dn.start_index_map)
+        and all(not os_[o] or not is_[i] or os_[o] == is_[i] for o, i in zip(ob, ib))
+        and all(not d for i, d in enumerate(is_) if i not in ib))
+  if not ok:
+    ctx.fail(tuple(os_) + tuple(is_), (
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand=ShapedArray({_short(oa, os_, ctx, False)}), "
+        f"indices=ShapedArray({_short(ia, is_, ctx, False)})"))
+    return [((),) * nd]
+  for o, i in zip(ob, ib):
+    is_[i] = is_[i] or os_[o]
+  offsets = iter(i for i in range(len(sizes))
+                 if i not in dn.collapsed_slice_dims and i not in ob)
+  idx = iter(is_)
+  return [tuple(os_[next(offsets)] if d in dn.offset_dims else next(idx) for d in range(nd))]
+
+
 def _conv(ctx, eqn, in_avals, in_specs, out_avals):
   """``conv_general_dilated``: its ``out_sharding`` if given; else, with the kernel
   unsharded and the input's feature dimension unsharded, the input's spec position by
@@ -347,6 +378,7 @@ _RULES = {
     "transpose": _transpose, "squeeze": _squeeze, "reshape": _reshape,
     "dot_general": _dot_general, "sharding_constraint": _constraint,
     "conv_general_dilated": _conv, "slice": _slice, "dynamic_slice": _slice,
+    "gather": _gather,
 }
 # primitives whose outputs have their inputs' shape without being elementwise
 _NOT_ELEMENTWISE = frozenset({

@@ -145,6 +145,12 @@ def run_conv(j, NS, PS):
     res["out_sharding"] = str(j.typeof(conv(x, k, out_sharding=PS("X", "Y", None))))
     res["jit"] = str(j.typeof(j.jit(conv)(x, k)))
     res["slice"] = str(j.typeof(j.jit(lambda a: a[:, 1:])(x)))
+    res["take"] = str(j.typeof(j.numpy.take(x, j.numpy.array([0, 2]), axis=1)))
+    try:   # (flax nnx.Embed over a sharded table: JAX's gather error)
+      j.numpy.take(x, j.numpy.array([1, 0]), axis=0)
+      res["take_error"] = None
+    except Exception as e:
+      res["take_error"] = (type(e).__name__, str(e).split("\n")[0])
     try:
       j.jit(lambda a: a[1:])(x)
       res["slice_error"] = None
@@ -159,7 +165,7 @@ def run_conv(j, NS, PS):
 """
 
 
-def test_conv_and_slice_sharding_types_like_jax():
+def test_conv_slice_gather_sharding_types_like_jax():
   # (flax nnx.Conv on an Explicit mesh: the output kept no sharding type)
   want = jax_oracle(_CONV + "\nout['r'] = run_conv(jax, NamedSharding, P)\n")["r"]
   ns = {"np": np}
@@ -167,5 +173,6 @@ def test_conv_and_slice_sharding_types_like_jax():
   got = ns["run_conv"](pyjax, NamedSharding, P)
   assert got["plain"][0] == want["plain"][0] == "float32[2@X,4,8]"
   np.testing.assert_allclose(got["plain"][1], want["plain"][1], rtol=1e-5, atol=1e-4)
-  for k in ("out_sharding", "jit", "sharded_kernel", "slice", "slice_error"):
+  for k in ("out_sharding", "jit", "sharded_kernel", "slice", "slice_error", "take",
+            "take_error"):
     assert got[k] == want[k], k
