@@ -348,7 +348,15 @@ class _HiLeafRef(_ref_types.Ref):
   __slots__ = ("_cell", "_k")
 
   def __init__(self, cell, k, value):
-    super().__init__(value)
+    # Ref's fields without counting it among the live refs: control flow finds the hi
+    # values a body uses through its closure (``state.control_flow.live``), and these refs
+    # live as long as their cell (a count that never drops would make every loop body be
+    # traced twice)
+    self._value = value
+    self.aval = _ref_types.AbstractRef(core.get_aval(value))
+    self._frame = None
+    self._freed = False
+    self.written = False
     self.interp = core.eval_interpreter
     self._cell, self._k = cell, k
 
@@ -444,6 +452,19 @@ def _bind_staged(prim, interp, args, params):
   return out
 
 
+_mutable_made = [False]
+
+
+def _note_mutable(outs):
+  """Tell control flow once a mutable hi value exists (``state.control_flow.live``)."""
+  for o in outs:
+    if _is_hi_value(o) and getattr(core.get_aval(o), "has_qdd", False):
+      from pyjax._src.state import control_flow as _state_cf
+      _state_cf.note_mutable_hi_value()
+      _mutable_made[0] = True
+      return
+
+
 class HiPrimitive(core.Primitive):
   """A primitive over hi values.  Subclasses define ``abstract_eval`` (returning
   ``(out_aval(s), effects)``), ``to_lojax`` (the implementation on lo values) and, to be
@@ -465,7 +486,10 @@ class HiPrimitive(core.Primitive):
   def bind(self, *args, **params):
     interp = core.current_interpreter()
     if interp is core.eval_interpreter:
-      return self.to_lojax(*args, **params)
+      out = self.to_lojax(*args, **params)
+      if not _mutable_made[0]:
+        _note_mutable(out if self.multiple_results else [out])
+      return out
     if isinstance(interp, core.StagingInterpreter):
       return _bind_staged(self, interp, args, params)
     return interp.process_primitive(self, args, params)

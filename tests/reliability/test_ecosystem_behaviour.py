@@ -1200,6 +1200,14 @@ def test_mutable_hijax_box_as_jit_argument():
     grow = hjx.Box(api.numpy.zeros(2))
     api.jit(lambda b: b.set(api.numpy.ones(3)))(grow)
     sds = api.eval_shape(f, b, 2.0)
+    loop = hjx.Box(api.numpy.float32(3.0))   # closed over by loop bodies outside jit
+
+    def body(c, _):
+      loop.set(loop.get() + 1.0)
+      return c, None
+    api.lax.scan(body, None, None, length=5)
+    api.lax.fori_loop(0, 2, lambda i, c: (loop.set(loop.get() * 2.0), c)[1], 0)
+    outs.append(float(loop.get()))
     return (outs, float(b.get()), float(b2.get()), len(traces),
             np.asarray(api.random.key_data(kb.get())).tolist(), grow.get().shape,
             (sds.shape, str(sds.dtype)), str(api.eval_shape(lambda: api.random.key(0))))

@@ -12,6 +12,7 @@ in JAX (which discharges refs in loops and conditionals the same way).
 from __future__ import annotations
 
 import functools
+import weakref
 
 from pyjax._src import core, tree_util
 from pyjax._src.avals import ShapedArray
@@ -22,8 +23,48 @@ from pyjax._src.state.types import Frame
 NO_REFS = object()
 
 
-def live():
-  return types.live_refs() > 0
+_hi_values = [False]   # a mutable hijax value was made (its lo values are refs: hijax.py)
+
+
+def note_mutable_hi_value():
+  """From now on loop bodies and branches that close over a mutable hijax value are
+  searched for outer refs even while no ref is alive (its lo values are threaded as refs)."""
+  _hi_values[0] = True
+
+
+def live(*fns):
+  """Whether the control-flow functions ``fns`` must be searched for outer refs: some ref
+  is alive, or one of them closes over a mutable hijax value (looked for in closure cells,
+  partials, ``__wrapped__`` and the functions these hold, three levels deep).  Differs
+  from JAX, which finds them while tracing: one reached only through an object's
+  attributes is not found (using it in the body raises TypeError)."""
+  return types.live_refs() > 0 or (_hi_values[0] and any(_closes_over_hi(f, 3) for f in fns))
+
+
+def _closes_over_hi(fn, depth):
+  from pyjax._src import hijax
+  if depth == 0:
+    return False
+  if isinstance(fn, functools.partial):
+    vals = [fn.func, *fn.args, *fn.keywords.values()]
+  else:
+    vals = []
+    for c in getattr(fn, "__closure__", None) or ():
+      try:
+        vals.append(c.cell_contents)
+      except ValueError:   # an empty cell
+        pass
+  wrapped = getattr(fn, "__wrapped__", None)
+  if wrapped is not None:
+    vals.append(wrapped)
+  for v in vals:
+    if isinstance(v, weakref.ref):   # pyjax's own loop wrappers hold the body weakly
+      v = v()
+    if hijax._is_hi_value(v) and getattr(core.get_aval(v), "has_qdd", False):
+      return True
+    if callable(v) and not isinstance(v, type) and _closes_over_hi(v, depth - 1):
+      return True
+  return False
 
 
 def _aval_of(x):

@@ -96,7 +96,7 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
       pred = pred != 0
     else:
       raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype}.")
-  if _state_cf.live():   # outer refs used by a branch are operands and outputs
+  if _state_cf.live(true_fun, false_fun):   # outer refs a branch uses: operands and outputs
     out = _state_cf.switch(lambda p, bs, *ops: cond(p, bs[1], bs[0], *ops), pred,
                            [false_fun, true_fun], operands)
     if out is not _state_cf.NO_REFS:
@@ -139,7 +139,7 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
     raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
-  if _state_cf.live():   # outer refs used by a branch are operands and outputs
+  if _state_cf.live(*branches):   # outer refs used by a branch are operands and outputs
     out = _state_cf.switch(lambda i, bs, *ops: switch(i, bs, *ops), index, branches, operands)
     if out is not _state_cf.NO_REFS:
       return out

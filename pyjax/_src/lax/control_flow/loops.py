@@ -109,7 +109,7 @@ def while_loop(cond_fun, body_fun, init_val):
   with static bounds)."""
   if not (callable(body_fun) and callable(cond_fun)):
     raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
-  if _state_cf.live():   # outer refs used by the functions are carried (state/control_flow)
+  if _state_cf.live(cond_fun, body_fun):   # outer refs the functions use are carried
     out = _state_cf.while_loop(while_loop, cond_fun, body_fun, init_val)
     if out is not _state_cf.NO_REFS:
       return out
@@ -469,7 +469,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpos
   del _split_transpose
   if not callable(f):
     raise TypeError("lax.scan: f argument should be a callable.")
-  if _state_cf.live():   # outer refs used by ``f`` are carried (state/control_flow)
+  if _state_cf.live(f):   # outer refs used by ``f`` are carried (state/control_flow)
     out = _state_cf.scan(scan, f, init, xs, length=length, reverse=reverse, unroll=unroll)
     if out is not _state_cf.NO_REFS:
       return out
