@@ -30,9 +30,10 @@ written back into the argument after each call (its type may change there).
 
 Differs from JAX: a value closed over may not change its type (QDD) inside jit
 (``TypeError``); immutable hi values and hi results of ``jit`` are not lowered (they are
-not arrays); jaxprs show lo values and threaded inputs/outputs, no hi types; a mutable hi
-value closed over by a control-flow body (``scan``/``while``/``cond``) outside a jit is
-not threaded (``TypeError``); ``VJPHiPrimitive`` (JAX's newer API) is not provided.
+not arrays); jaxprs show lo values and threaded inputs/outputs, no hi types; a control-flow
+body (``scan``/``while``/``cond``) threads a mutable hi value only when it reaches it
+through its closure (``state.control_flow.live``; one reached through an object's
+attributes raises ``TypeError``); ``VJPHiPrimitive`` (JAX's newer API) is not provided.
 """
 from __future__ import annotations
 
