@@ -79,6 +79,9 @@ typedef void (*pj_gemm_s)(char *, char *, int *, int *, int *, float *, float *,
 typedef void (*pj_gemm_d)(char *, char *, int *, int *, int *, double *, double *, int *,
                           double *, int *, double *, double *, int *);
 static pj_gemm_s pj_sgemm;
+typedef int (*pj_sgemm_rm_t)(int, int, int64_t, int64_t, int64_t, const float *, int64_t,
+                             const float *, int64_t, float *, int64_t);
+static pj_sgemm_rm_t pj_sgemm_rm;   /* kernels/sgemm.py: tried before pj_sgemm */
 static pj_gemm_d pj_dgemm;
 static void (*pj_blas_set_threads)(int);
 static int (*pj_blas_get_threads)(void);
@@ -337,6 +340,10 @@ PyObject *pyjax_make(int seg, PyObject *spec) {
     void *gt = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 3));
     if (st && gt) { pj_blas_set_threads = (void (*)(int))st; pj_blas_get_threads = (int (*)(void))gt; }
   }
+  if (PyTuple_Size(blas) >= 5) {   /* the runtime's float32 GEMM (kernels/sgemm.py) */
+    void *og = PyLong_AsVoidPtr(PyTuple_GetItem(blas, 4));
+    if (og) pj_sgemm_rm = (pj_sgemm_rm_t)og;
+  }
   I->arena_size = pj_arena_sizes[seg];
   if (I->arena_size) {
     I->arena = (char *)aligned_alloc(64, (I->arena_size + 63) / 64 * 64);
@@ -433,6 +440,9 @@ typedef void (*pj_gemm_s)(char *, char *, int *, int *, int *, float *, float *,
 typedef void (*pj_gemm_d)(char *, char *, int *, int *, int *, double *, double *, int *,
                           double *, int *, double *, double *, int *);
 static pj_gemm_s pj_sgemm;
+typedef int (*pj_sgemm_rm_t)(int, int, int64_t, int64_t, int64_t, const float *, int64_t,
+                             const float *, int64_t, float *, int64_t);
+static pj_sgemm_rm_t pj_sgemm_rm;   /* kernels/sgemm.py: tried before pj_sgemm */
 static pj_gemm_d pj_dgemm;
 static void (*pj_blas_set_threads)(int);
 static int (*pj_blas_get_threads)(void);

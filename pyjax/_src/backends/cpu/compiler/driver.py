@@ -24,6 +24,7 @@ from pyjax._src.backends.cpu.compiler.native import build
 from pyjax._src.backends.cpu.compiler.native import cache
 from pyjax._src.backends.cpu.compiler.kernels import control_flow_host
 from pyjax._src.backends.cpu.compiler.kernels import dot
+from pyjax._src.backends.cpu.compiler.kernels import sgemm
 from pyjax._src.backends.cpu.compiler.kernels import control_flow as control_flow_c
 from pyjax._src.backends.cpu.compiler.native import outpool
 from pyjax._src.backends.cpu.compiler import plan
@@ -172,7 +173,8 @@ def make_entry(lib, index, in_dtypes, out_specs, consts, toolchain):
           tuple(int(d.num) for d in in_dtypes),
           tuple((tuple(s), np.dtype(d)) for s, d in out_specs),
           tuple(np.require(c, requirements=["C", "A"]) for c in consts),
-          tuple(int(p) for p in blas + dot.blas_thread_control()), int(par),
+          tuple(int(p) for p in blas + dot.blas_thread_control()
+                + (sgemm.address(toolchain),)), int(par),
           *(int(a) for a in scratch))
   own = cache.owner(lib)
   if own is not None:   # the entry point holds it: the library is unloaded after the last

@@ -38,6 +38,7 @@ import numpy as np
 from pyjax._src.backends.cpu.eager import native as _en
 from pyjax._src.backends.cpu.numpy_tier import random as _tr
 from pyjax._src.backends.cpu.compiler.kernels import dot as _dot
+from pyjax._src.backends.cpu.compiler.kernels import sgemm as _sgemm
 from pyjax._src.backends.cpu.compiler import primitive_table as _table
 
 ENABLED = os.environ.get("PYJAX_TIER_NATIVE", "1").strip().lower() not in (
@@ -92,6 +93,8 @@ def _blas_dot(numpy_impl):
     a = np.transpose(lhs, list(lb) + lf + list(lc)).reshape(nb, m, k)
     b = np.transpose(rhs, list(rb) + list(rc) + rf).reshape(nb, k, n)
     gemm = blas.sgemm if d == _BLAS_DTYPES[0] else blas.dgemm
+    # float32 blocks try pyjax's own kernel first, as the native tier's do (sgemm.py)
+    own = _sgemm.function() if d == _BLAS_DTYPES[0] else None
     out = np.empty((nb, m, n), d)
     # BLAS single-threaded, as the native tier runs it: OpenBLAS's threaded driver blocks
     # the contraction differently (other bits once k > 2 * GEMM_Q)
@@ -114,6 +117,9 @@ def _blas_dot(numpy_impl):
         for s0 in (range(0, m if rows else n, bs) if nb <= 1 else (0,)):
           sl = slice(s0, s0 + bs) if nb <= 1 else slice(None)
           ab, bb = (ai[sl], bi) if rows else (ai, bi[:, sl])
+          if own is not None and _sgemm.block(
+              own, ta, tb, ab, bb, out[i, sl] if rows else out[i, :, sl]):
+            continue
           cb = gemm(1.0, bb if tb else bb.T, ab if ta else ab.T, trans_a=int(tb),
                     trans_b=int(ta)).T
           if rows:

@@ -131,9 +131,10 @@ def emit_call(node, slot, ctype_of, epilogue=None):
     lines.append(f"  (void)pa; (void)pb; memset(pc, 0, sizeof({t}) * {nb * m * n});")
   else:
     dbl = 1 if out.dtype == elementwise_c.F64 else 0
-    ep = f", {epilogue[0]}_tile, (void *)P, {epilogue[2]}" if epilogue is not None else ""
+    ep = (f"{epilogue[0]}_tile, (void *)P, {epilogue[2]}" if epilogue is not None
+          else "0, 0, 0")
     lines.append(f"  pj_gemm_job job = {{{dbl}, {int(tl)}, {int(tr)}, {m}, {n}, {k}, {nb}, "
-                 f"pa, pb, pc, {block_size(m, n, k, nb)}{ep}}};")
+                 f"pa, pb, pc, {block_size(m, n, k, nb)}, {ep}, 1}};")
     lines.append("  pj_gemm_run(&job);")
     epilogue = None
   if epilogue is not None:   # nothing to split: the kernel runs on its own
@@ -177,7 +178,7 @@ GEMM_HELPERS = r"""
    the shapes, so the bits never depend on the threads), on pyjax's thread pool. */
 typedef struct { int dbl, ta, tb; int64_t m, n, k, nb; const void *a, *b; void *c; int64_t bs;
                  void (*ep)(void *, int64_t, int64_t, int64_t, int64_t); void *ep_ctx;
-                 int ep_form; }
+                 int ep_form, own; }
   pj_gemm_job;
 
 /* the epilogue (dot.emit_call) on the block of rows [r0, r1) x columns [c0, c1) of C just
@@ -209,6 +210,12 @@ static void pj_gemm_block(const pj_gemm_job *J, int64_t bi, int64_t r0, int64_t 
     pj_dgemm(&opb, &opa, &M, &N, &K, &one, (double *)J->b + bo, &ldb, (double *)J->a + ao,
              &lda, &zero, (double *)J->c + co, &ldc);
   } else {
+    /* dot_general's blocks (``own``) try pyjax's kernel first (kernels/sgemm.py), as the
+       NumPy tier does (a convolution's products stay on BLAS on both tiers) */
+    if (J->own && pj_sgemm_rm &&
+        pj_sgemm_rm(J->ta, J->tb, N, M, K, (const float *)J->a + ao, lda,
+                    (const float *)J->b + bo, ldb, (float *)J->c + co, ldc) == 0)
+      return;
     float one = 1, zero = 0;
     pj_sgemm(&opb, &opa, &M, &N, &K, &one, (float *)J->b + bo, &ldb, (float *)J->a + ao,
              &lda, &zero, (float *)J->c + co, &ldc);

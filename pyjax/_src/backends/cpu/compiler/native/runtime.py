@@ -29,6 +29,8 @@ import ctypes
 import os
 import threading
 
+from pyjax._src.backends.cpu.compiler.kernels import sgemm as _sgemm
+
 RUNTIME_C = r"""
 #define _GNU_SOURCE 1
 #include <pthread.h>
@@ -329,6 +331,8 @@ void pj_scratch_free(void *q) {
   }
 }
 """
+
+RUNTIME_C += _sgemm.SOURCE   # pyjax's float32 GEMM kernel: one copy both jit tiers call
 
 _lib = None
 _lock = threading.Lock()
