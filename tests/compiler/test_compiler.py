@@ -669,6 +669,27 @@ def test_multi_output_fusion_keeps_order_and_index():
   assert len(loops) == 4 and len(exe.native.fusion.groups) == 5, exe.native.fusion.groups
 
 
+def test_callbacks_never_run_at_compile_time():
+  """Constant folding leaves callbacks alone (XLA never folds them): a pure_callback of a
+  constant runs when the program runs, not while it is compiled."""
+  calls = []
+
+  def cb(x):
+    calls.append(float(x))
+    return np.asarray(x * 2, np.float32)
+
+  def f(x):
+    return x + pyjax.pure_callback(cb, pyjax.ShapeDtypeStruct((), np.float32), np.float32(3))
+
+  with compile_mode("sync"):
+    jf = pyjax.jit(f)
+    exe = jf.lower(np.float32(1)).compile().runtime_executable()
+    assert exe.error is None and exe.tier == "native"
+    assert calls == []
+    assert float(jf(np.float32(1))) == 7.0
+  assert calls == [3.0]
+
+
 def test_fallback_equations_run_on_numpy_between_segments():
   x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
 

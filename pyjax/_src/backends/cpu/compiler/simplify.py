@@ -175,8 +175,13 @@ def _cse_key(node):
   return (node.prim, pk, ins, tuple((o.shape, o.dtype) for o in node.outs))
 
 
+# user code: never run at compile time, even on constant operands (XLA never folds a
+# callback either; equinox's error checks in untaken branches raised and logged here)
+_NEVER_FOLD = frozenset({"pure_callback", "io_callback", "debug_callback", "ffi_call"})
+
+
 def _try_fold(rw, node, impls):
-  if node.effects or len(node.outs) != 1:
+  if node.effects or len(node.outs) != 1 or node.prim in _NEVER_FOLD:
     return False
   if not all(type(x) is Lit or x.kind == CONST for x in node.ins):
     return False
