@@ -769,6 +769,7 @@ def atleast_3d(*arys):
 
 # --- selection --------------------------------------------------------------------------
 from pyjax._src.runtime.array import ArrayImpl as _ArrayImpl  # noqa: E402
+from pyjax._src.runtime import dispatch as _dispatch  # noqa: E402
 
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
@@ -781,12 +782,12 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   if size is not None or fill_value is not None:
     raise ValueError("size and fill_value arguments cannot be used in three-term where function.")
   # eagerly, a bool Array condition and two Arrays of one shape, dtype and weak type: one
-  # select, cheaper than the cached executable (the same bits: a select is exact)
+  # select of x's aval, cheaper than the cached executable (the same bits: a select is exact)
   if (type(condition) is _ArrayImpl and type(x) is _ArrayImpl and type(y) is _ArrayImpl
       and condition.dtype == dtypes.bool_ and x.aval == y.aval
       and condition.shape == x.shape and core._state.interp is core.eval_interpreter
       and not (x.aval.weak_type and x.dtype == dtypes.bool_)):  # weak bools: strong result
-    return lax_e.select_n(condition, y, x)
+    return _dispatch.apply_known(lax_e.select_n_p, x.aval, (condition, y, x), {})
   return _where(condition, x, y)
 
 

@@ -162,6 +162,18 @@ def apply_primitive(prim, args, params):
   return _finish(prim, prim.name, out_aval, bufs, params, device, device is not None)
 
 
+def apply_known(prim, out_aval, args, params):
+  """``apply_primitive`` for a caller that has already checked the operands and knows the
+  result's aval (``jnp.where``'s same-shape fast path): uncommitted Arrays with ready
+  buffers skip the abstract evaluation; anything else takes ``apply_primitive``."""
+  bufs = []
+  for x in args:
+    if type(x) is not ArrayImpl or x._committed or type(x._buf) is not np.ndarray:
+      return apply_primitive(prim, args, params)
+    bufs.append(x._buf)
+  return _finish(prim, prim.name, out_aval, bufs, params, None, False)
+
+
 def _finish(prim, name, out_aval, bufs, params, device, committed):
   if device is None:
     device = _default_device()
