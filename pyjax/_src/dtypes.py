@@ -110,9 +110,6 @@ def is_python_scalar(x):
       isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic))
 
 
-_warned_64 = set()
-
-
 def check_user_dtype(dtype, fun_name=None):
   """Canonicalize a user-requested dtype, warning like JAX when x64 drops it to 32 bits."""
   if dtype is None:
@@ -125,8 +122,7 @@ def check_user_dtype(dtype, fun_name=None):
                      "more dtypes, set the jax_enable_x64 or allow_explicit_x64_dtypes "
                      "configuration options.See https://github.com/jax-ml/jax#current-gotchas "
                      "for more.")
-  if c != d and (fun_name, d) not in _warned_64:
-    _warned_64.add((fun_name, d))
+  if c != d:   # every time, as JAX (the warnings filters decide what shows: once per place)
     msg = (f"Explicitly requested dtype {d.name} requested in {fun_name} is not available, "
            f"and will be truncated to dtype {c.name}. To enable more dtypes, set the "
            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "

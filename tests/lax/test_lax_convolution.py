@@ -203,8 +203,6 @@ def test_preferred_float64_warns_without_x64():
   x = np.ones((2, 2), np.float32)
   with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
-    from pyjax._src import dtypes as _d
-    _d._warned_64.clear()
     out = lax.dot(x, x, preferred_element_type=np.float64)
   assert out.dtype == np.float32
   assert any("requested in dot is not available" in str(m.message) for m in w)
