@@ -204,16 +204,23 @@ def _derived_shardings(closed, leaves, in_sh):
   mesh = _mesh_of(in_sh) or _constraint_mesh_of(closed)
   out = None
   if mesh is not None:
-    n_extra = len(closed.in_avals) - len(leaves)   # closed-over tracer constants first
-    specs = [None] * n_extra + [_types.spec_of(s, len(x.aval.shape))
-                                if s is not None and getattr(s, "mesh", None) == mesh
-                                else None for s, x in zip(in_sh, leaves)]
+    specs = _in_specs(mesh, closed, in_sh, [len(x.aval.shape) if s is not None else 0
+                                            for s, x in zip(in_sh, leaves)])
     out = [_intern(_sh.NamedSharding(mesh, _types.to_spec(d)))
            for d in _derived_specs(mesh, closed, specs)]
   if len(table) >= 64:   # (new sharding objects every call: keep the table small)
     table.clear()
   table[ids] = (tuple(in_sh), out)   # (holding the inputs' shardings keeps their ids)
   return out
+
+
+def _in_specs(mesh, closed, in_sh, ranks):
+  """The input specs of ``closed`` over ``mesh``: None for closed-over tracer constants
+  (its first inputs) and for inputs not sharded over ``mesh``."""
+  n_extra = len(closed.in_avals) - len(in_sh)
+  return [None] * n_extra + [_types.spec_of(s, r)
+                             if s is not None and getattr(s, "mesh", None) == mesh else None
+                             for s, r in zip(in_sh, ranks)]
 
 
 def typed_out_shardings(closed, leaves):
@@ -229,11 +236,9 @@ def typed_out_shardings(closed, leaves):
   n = len(closed.out_avals)
   if mesh is None or not mesh.abstract_mesh.explicit_axes:
     return [None] * n
-  n_extra = len(closed.in_avals) - len(leaves)
-  specs = [None] * n_extra + [_types.spec_of(s, len(x.shape))
-                              if s is not None and getattr(s, "mesh", None) == mesh
-                              else None for s, x in zip(in_sh, leaves)]
-  derived = _derived_specs(mesh, closed, specs)
+  derived = _derived_specs(mesh, closed,
+                           _in_specs(mesh, closed, in_sh, [len(x.shape) if s is not None else 0
+                                                           for s, x in zip(in_sh, leaves)]))
   am = mesh.abstract_mesh
   return [_sh.NamedSharding(am, _types.to_spec(d)._normalized_spec_for_aval(len(a.shape)))
           for d, a in zip(derived, closed.out_avals)]
