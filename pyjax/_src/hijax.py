@@ -38,6 +38,7 @@ attributes raises ``TypeError``); ``VJPHiPrimitive`` (JAX's newer API) is not pr
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any
 
 import numpy as np
@@ -223,7 +224,7 @@ class HiArgType:
     """The stand-in for the argument inside the trace, made from its lo tracers."""
     lo = _from_raw(self.aval.lo_ty_qdd(self.qdd), lo_vals)
     proxy = self.aval.new_from_loval(self.qdd, *lo)
-    _proxy_ids[id(proxy)] = proxy
+    _remember_proxy(proxy)
     return proxy
 
   def exit(self, proxy):
@@ -315,7 +316,22 @@ def _restore(obj, snap):
 # compiled program sees the object's current contents.  Inside the trace a proxy object
 # (``new_from_loval`` of the lifted values) stands in for the outer one.
 _cells = {}        # id(hi value) -> _HiCell (holds the value: ids are not reused)
-_proxy_ids = {}    # id(proxy) -> proxy, for proxies made inside traces
+# id(proxy) -> proxy, for proxies made inside traces: weakly held (a proxy holds its
+# trace's tracers; a finished trace's proxies must not stay alive), strongly only for a
+# type without weak references
+_proxy_ids = weakref.WeakValueDictionary()
+_proxy_ids_strong = {}
+
+
+def _remember_proxy(proxy):
+  try:
+    _proxy_ids[id(proxy)] = proxy
+  except TypeError:
+    _proxy_ids_strong[id(proxy)] = proxy
+
+
+def _is_proxy(x):
+  return id(x) in _proxy_ids or id(x) in _proxy_ids_strong
 
 
 class _HiCell:
@@ -390,7 +406,7 @@ def _proxy_in_frame(frame, obj):
   slots = [_ref_types.slot(r) for r in cell.refs]
   proxy = cell.aval.new_from_loval(
       cell.qdd, *_from_raw(cell.aval.lo_ty_qdd(cell.qdd), [s.value for s in slots]))
-  _proxy_ids[id(proxy)] = proxy
+  _remember_proxy(proxy)
   proxies[id(obj)] = hit = (proxy, cell, slots)
   return hit
 
@@ -417,7 +433,7 @@ def _bind_staged(prim, interp, args, params):
   (whose new contents would be this trace's tracers) raises ``TypeError``."""
   created = interp.__dict__.setdefault("_hijax_created", {})
   outside = [a for a in args if _is_hi_value(a) and id(a) not in created
-             and id(a) not in _proxy_ids]
+             and not _is_proxy(a)]
   threaded = []
   if any(getattr(core.get_aval(a), "has_qdd", False) for a in outside):
     frames = _ref_types.current_frames()
